@@ -1,0 +1,301 @@
+"""What the hidden suites are written with: the `check` marker, the `Student` adapter, and
+`expect_*` helpers that fail with a message a student can act on.
+
+A suite never sees the student's objects: it sends numpy inputs through `Student`, gets back
+plain decoded values (`Returned` arrays, `Seq`, `Opaque`), and compares them here, in the
+trusted parent, with references computed on the same inputs.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from . import misconceptions
+from .child import wire
+from .sandbox import BadReply
+from .tolerances import tolerance
+
+
+def check(number, points, kind, name=None):
+    """Mark a test as a graded check: `@check("4.2", points=2, kind="numbers")`."""
+    return pytest.mark.check(number=number, points=points, kind=kind, name=name)
+
+
+class CheckFailed(Exception):
+    """A check failed; `message` is for the student, `misconceptions` are recognised mistake ids."""
+
+    def __init__(self, message, misconceptions=()):
+        super().__init__(message)
+        self.message = message
+        self.misconceptions = list(misconceptions)
+
+
+def note(request, text):
+    """Attach a note to a passing check (e.g. an accepted NumPy promotion)."""
+    request.node.stash.setdefault(NOTES, []).append(text)
+
+
+NOTES = pytest.StashKey[list]()
+
+
+# ------------------------------------------------------------------ decoded values
+@dataclass
+class Returned:
+    """An array the student's code returned, decoded and checked."""
+    array: np.ndarray        # values (bfloat16 arrives widened to float32)
+    kind: str                # "ndarray", "numpy-scalar" or "tensor"
+    type: str                # the Python type the student's code returned
+    dtype: str               # the dtype it had ("bfloat16" included)
+    device: str = None
+    requires_grad: bool = False
+
+    @property
+    def shape(self):
+        return tuple(self.array.shape)
+
+
+@dataclass
+class Seq:
+    type: str
+    items: list
+    length: int
+
+
+@dataclass
+class Opaque:
+    type: str
+    repr: str
+
+
+def decode(rec, depth=0):
+    """Turn a child's record into Returned / Seq / Opaque / a plain scalar. Never trusts it."""
+    if not isinstance(rec, dict) or depth > wire.MAX_DEPTH + 1:
+        raise BadReply("malformed value")
+    t = rec.get("t")
+    if t == "scalar":
+        v = rec.get("value")
+        if v is None or type(v) in (bool, int, float):
+            return v
+        raise BadReply("malformed scalar")
+    if t == "str":
+        return str(rec.get("value", ""))[:wire.MAX_TEXT]
+    if t == "array":
+        try:
+            arr = wire.decode_array(rec)
+        except (ValueError, TypeError) as exc:
+            raise BadReply(f"malformed array ({exc})") from None
+        return Returned(arr, str(rec.get("kind"))[:40], str(rec.get("type"))[:200], str(rec.get("dtype")),
+                        None if rec.get("device") is None else str(rec.get("device"))[:40],
+                        bool(rec.get("requires_grad")))
+    if t == "seq":
+        items = rec.get("items")
+        if not isinstance(items, list):
+            raise BadReply("malformed sequence")
+        return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
+                   int(rec.get("length", len(items))))
+    if t == "opaque":
+        return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
+    raise BadReply("unknown value kind")
+
+
+def describe_value(v):
+    """A short phrase for what came back, used in type errors."""
+    if isinstance(v, Returned):
+        return f"a {v.type} of shape {v.shape} and dtype {v.dtype}"
+    if isinstance(v, Seq):
+        return f"a {v.type} of {v.length} items"
+    if isinstance(v, Opaque):
+        return f"an object of type {v.type}"
+    return f"{type(v).__name__} {v!r}"
+
+
+# ------------------------------------------------------------------ the adapter
+class Student:
+    """Calls into the student's step file, in its child process, on one device."""
+
+    def __init__(self, session, device="cpu", cast=None):
+        self.session, self.device, self.cast = session, device, cast
+
+    @property
+    def framework(self):
+        return self.session.step.framework
+
+    def on(self, device, cast=None):
+        """The same student code, with inputs sent to `device` (torch steps) and cast to `cast`."""
+        return Student(self.session, device, cast)
+
+    def _encode(self, x):
+        if isinstance(x, np.ndarray):
+            return wire.encode_input(x, self.framework == "torch", self.device, self.cast)
+        if x is None or type(x) in (bool, int, float):
+            return {"t": "scalar", "value": x}
+        raise TypeError(f"the grader cannot send {type(x).__name__}")
+
+    def call(self, name, *args, **kwargs):
+        """Call the student's function `name` and return what it returned, decoded."""
+        what = f"{name}(...)"
+        reply = self.session.request(
+            {"op": "call", "name": name, "args": [self._encode(a) for a in args],
+             "kwargs": {k: self._encode(v) for k, v in kwargs.items()}}, what)
+        self.mutated = reply.get("mutated") or []
+        return decode(reply.get("value"))
+
+    def module(self, name, init, params, x, dtype="float64"):
+        """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
+
+        Returns (value, param_shapes) where value is None when the parameters did not fit.
+        """
+        reply = self.session.request(
+            {"op": "module", "name": name, "init": {"kwargs": {k: self._encode(v) for k, v in init.items()}},
+             "params": {k: wire.encode_input(v) for k, v in params.items()},
+             "input": self._encode(x), "device": self.device, "dtype": dtype},
+            f"{name}(...).forward(x)")
+        shapes = reply.get("params")
+        if not isinstance(shapes, dict):
+            raise BadReply("malformed parameter list")
+        value = reply.get("value")
+        return (None if value is None else decode(value)), shapes
+
+
+# ------------------------------------------------------------------ expectations
+def expect_pair(value, what, names=("out", "weights")):
+    """The student returned two things (a tuple or list of 2)."""
+    if isinstance(value, Seq) and len(value.items) == 2:
+        return value.items
+    raise CheckFailed(f"{what} should return a pair ({', '.join(names)}); it returned {describe_value(value)}.")
+
+
+def expect_seq(value, n, what, names):
+    if isinstance(value, Seq) and len(value.items) == n:
+        return value.items
+    raise CheckFailed(f"{what} should return {n} values ({', '.join(names)}); it returned {describe_value(value)}.")
+
+
+def expect_array(value, what, framework, device=None):
+    """The value is a plain numpy array (numpy steps) or a torch tensor (torch steps)."""
+    if framework == "numpy":
+        if isinstance(value, Returned) and value.kind == "ndarray" and value.type == "numpy.ndarray":
+            return value
+        if isinstance(value, Returned) and value.kind == "ndarray":
+            raise CheckFailed(f"{what} returned a {value.type}, a subclass of numpy.ndarray; "
+                              "return a plain numpy.ndarray (np.asarray(result)).")
+        if isinstance(value, Returned) and value.kind == "numpy-scalar":
+            raise CheckFailed(f"{what} returned a single number ({value.type}), not an array: "
+                              "did a sum or max drop the axes you needed (keepdims=True)?")
+        if isinstance(value, Returned) and value.kind == "tensor":
+            raise CheckFailed(f"{what} returned a torch tensor; this step works with numpy arrays.")
+        raise CheckFailed(f"{what} should return a numpy array; it returned {describe_value(value)}.")
+    if isinstance(value, Returned) and value.kind == "tensor":
+        if device is not None and value.device is not None and value.device.split(":")[0] != device.split(":")[0]:
+            raise CheckFailed(f"{what} returned a tensor on {value.device}, but its input was on {device}: "
+                              "create new tensors with device=x.device (or use *_like functions).")
+        return value
+    raise CheckFailed(f"{what} should return a torch tensor; it returned {describe_value(value)}.")
+
+
+def expect_shape(got, shape, what, variants=None):
+    shape = tuple(shape)
+    if got.shape == shape:
+        return
+    msg = f"{what} has shape {got.shape}; expected {shape}."
+    found = _diagnose(got, variants or {}, None)
+    if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
+        msg += " The last two axes look swapped."
+    raise CheckFailed(msg + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
+def expect_dtype(request, got, input_dtype, what, framework):
+    """Floating results keep the input's dtype. NumPy 2 promoting float32 to float64
+    (e.g. `scores / np.sqrt(d_k)`) is accepted with a note."""
+    if got.dtype == str(input_dtype):
+        return
+    if framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
+        note(request, f"{what}: float32 input gave a float64 result. Accepted: NumPy 2 promotes float32 "
+                      "when you divide by np.sqrt(...) (a float64 scalar). `x / math.sqrt(d)` keeps float32.")
+        return
+    raise CheckFailed(f"{what} has dtype {got.dtype}; expected {input_dtype}, the dtype of the input. "
+                      "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.")
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    n: int
+    n_close: int
+    worst_index: tuple = None
+    worst_got: float = None
+    worst_expected: float = None
+    max_abs_err: float = 0.0
+    bad_nonfinite: int = 0
+
+    @property
+    def share_close(self):
+        return self.n_close / self.n if self.n else 1.0
+
+
+def compare(got, expected, rtol, atol):
+    """Element-wise closeness in float64. NaN or inf where the reference is finite never passes."""
+    g = np.asarray(got, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if g.shape != e.shape:
+        return Comparison(False, e.size, 0)
+    if e.size == 0:
+        return Comparison(True, 0, 0)
+    finite_e = np.isfinite(e)
+    scale = max(1.0, float(np.sqrt(np.mean(np.square(e[finite_e]))))) if finite_e.any() else 1.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - e)
+        close = err <= atol * scale + rtol * np.abs(e)
+    # exact agreement covers matching infinities (e.g. -inf scores kept as -inf) and NaN == NaN
+    # (only variants are ever NaN; a reference never is)
+    close |= (g == e) | (np.isnan(g) & np.isnan(e))
+    bad_nonfinite = int(np.sum(~np.isfinite(g) & finite_e))
+    err = np.where(close, 0.0, np.where(np.isfinite(err), err, np.inf))
+    worst = np.unravel_index(int(np.argmax(err)), e.shape)
+    return Comparison(bool(close.all()), e.size, int(close.sum()), tuple(int(i) for i in worst),
+                      float(g[worst]), float(e[worst]), float(err[worst]), bad_nonfinite)
+
+
+def _diagnose(got, variants, tol):
+    """Ids of the variants (mistakes applied to the reference) that the student's output matches."""
+    found = []
+    for mid, expected in variants.items():
+        expected = expected() if callable(expected) else expected
+        if expected is None or tuple(np.shape(expected)) != got.shape:
+            continue
+        rtol, atol = tol if tol else tolerance("float64" if got.dtype == "float64" else "float32", "composed")
+        # a looser band than the pass band: a mistake still shows through float32 rounding
+        if compare(got.array, expected, rtol * 10, atol * 10).ok:
+            found.append(mid)
+    return found
+
+
+def expect_close(got, expected, what, dtype, level="op", variants=None):
+    """The student's values match the float64 reference within the dtype's tolerance.
+
+    On failure the message says how many values match, where the worst one is, and names the
+    mistake when a variant (a known mistake applied to the reference) matches instead.
+    """
+    rtol, atol = tolerance(dtype, level)
+    cmp = compare(got.array, expected, rtol, atol)
+    if cmp.ok:
+        return
+    found = _diagnose(got, variants or {}, (rtol, atol))
+    if cmp.bad_nonfinite:
+        msg = (f"{what}: {cmp.bad_nonfinite} of {cmp.n} values are NaN or infinite where the expected "
+               f"values are finite (first at index {cmp.worst_index}).")
+    else:
+        msg = (f"{what}: {cmp.n - cmp.n_close} of {cmp.n} values differ from the expected ones "
+               f"({cmp.share_close:.0%} match, tolerance rtol={rtol:g}, atol={atol:g} for {dtype}). "
+               f"Worst at index {cmp.worst_index}: expected {cmp.worst_expected:.6g}, got {cmp.worst_got:.6g}.")
+    if found:
+        msg += "\n" + misconceptions.describe(found)
+    raise CheckFailed(msg, found)
+
+
+def expect_finite(got, what, hint):
+    bad = ~np.isfinite(np.asarray(got.array, dtype=np.float64))
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} values are NaN or infinite "
+                          f"(first at index {first}). {hint}")

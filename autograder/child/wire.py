@@ -1,0 +1,156 @@
+"""The wire format between the grader and a student child process.
+
+Only plain data crosses: JSON, with arrays as {dtype, shape, base64 bytes}. Nothing is pickled or
+eval'd. This file is copied next to the child's runner (it may not import `autograder`), so it
+depends on the standard library and numpy alone; torch is imported only when a tensor is met.
+
+Framing: each message is a 4-byte big-endian length followed by that many bytes of UTF-8 JSON.
+"""
+import base64
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+# dtypes allowed to cross as arrays; anything else is described, never decoded
+ARRAY_DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64",
+                "uint8", "bool")
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024   # a reply larger than this is refused unread
+MAX_ITEMS = 10_000                      # list / tuple / dict entries kept
+MAX_DEPTH = 8                           # nesting kept
+MAX_TEXT = 2_000                        # characters of a string or repr kept
+
+
+# ---------------------------------------------------------------- framing
+def send(fd, obj):
+    """Write one message to a blocking file descriptor."""
+    body = json.dumps(obj, allow_nan=True).encode()
+    data = struct.pack(">I", len(body)) + body
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def read_exactly(fd, n):
+    """Read n bytes from a blocking fd; None at end of file."""
+    chunks, got = [], 0
+    while got < n:
+        chunk = os.read(fd, min(n - got, 1 << 20))
+        if not chunk:
+            return None
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def receive(fd):
+    """Read one message from a blocking fd; None at end of file."""
+    head = read_exactly(fd, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">I", head)
+    if size > MAX_MESSAGE_BYTES:
+        raise ValueError(f"message of {size} bytes is over the limit")
+    body = read_exactly(fd, size)
+    return None if body is None else json.loads(body)
+
+
+# ---------------------------------------------------------------- encoding
+def _type_name(x):
+    t = type(x)
+    return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+def _short(text):
+    text = str(text)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT] + "..."
+
+
+def _array_record(arr, kind, type_name, device=None, requires_grad=False):
+    """arr: a plain, C-contiguous numpy array whose dtype name is in ARRAY_DTYPES."""
+    return {"t": "array", "kind": kind, "type": type_name, "dtype": str(arr.dtype),
+            "shape": list(arr.shape), "device": device, "requires_grad": requires_grad,
+            "data": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def _encode_tensor(x):
+    import torch
+    dtype = str(x.dtype).replace("torch.", "")
+    if dtype not in ARRAY_DTYPES:
+        return {"t": "opaque", "type": _type_name(x), "repr": f"tensor of dtype {dtype}"}
+    t = torch.Tensor.detach(x).to("cpu").contiguous()
+    if dtype == "bfloat16":            # numpy has no bfloat16: ship the raw 16-bit patterns
+        arr = t.view(torch.int16).numpy()
+    else:
+        arr = t.numpy()
+    rec = _array_record(arr, "tensor", _type_name(x), str(x.device), bool(x.requires_grad))
+    rec["dtype"] = dtype
+    return rec
+
+
+def encode(x, depth=0):
+    """Turn a value into JSON-able plain data. Unknown objects become {"t": "opaque"}."""
+    if x is None or isinstance(x, bool):
+        return {"t": "scalar", "value": x}
+    if type(x) in (int, float):
+        return {"t": "scalar", "value": x}
+    if type(x) is str:
+        return {"t": "str", "value": _short(x)}
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        if x.dtype.name not in ARRAY_DTYPES:
+            return {"t": "opaque", "type": _type_name(x), "repr": f"array of dtype {x.dtype}"}
+        kind = "ndarray" if isinstance(x, np.ndarray) else "numpy-scalar"
+        plain = np.array(x, copy=True, subok=False, order="C")
+        return _array_record(plain, kind, _type_name(x))
+    torch = sys.modules.get("torch")      # only loaded when the step uses torch
+    if torch is not None and isinstance(x, torch.Tensor):
+        return _encode_tensor(x)
+    if isinstance(x, (list, tuple)) and depth < MAX_DEPTH:
+        items = [encode(v, depth + 1) for v in list(x)[:MAX_ITEMS]]
+        return {"t": "seq", "type": _type_name(x), "items": items, "length": len(x)}
+    try:
+        text = repr(x)
+    except BaseException as exc:  # a hostile __repr__ must not take the runner down
+        text = f"<repr failed: {type(exc).__name__}>"
+    return {"t": "opaque", "type": _type_name(x), "repr": _short(text)}
+
+
+def encode_input(arr, as_tensor=False, device="cpu", cast=None):
+    """Parent side: an input array to send, to arrive as an ndarray or a torch tensor.
+
+    cast: a torch dtype name the child converts the tensor to (how float16/bfloat16 travel).
+    """
+    rec = _array_record(np.ascontiguousarray(arr), "tensor" if as_tensor else "ndarray", "input", device)
+    rec["cast"] = cast
+    return rec
+
+
+def decode_array(rec, max_bytes=MAX_MESSAGE_BYTES):
+    """Checked decoding of an array record into a fresh numpy array.
+
+    bfloat16 arrives as int16 bit patterns and is widened to float32 (exactly).
+    Raises ValueError on anything malformed.
+    """
+    dtype = rec.get("dtype")
+    shape = rec.get("shape")
+    if dtype not in ARRAY_DTYPES:
+        raise ValueError(f"dtype {dtype!r} not allowed")
+    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 32:
+        raise ValueError("malformed shape")
+    raw = base64.b64decode(rec.get("data", ""), validate=True)
+    if len(raw) > max_bytes:
+        raise ValueError("array too large")
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if dtype == "bfloat16":
+        bits = np.frombuffer(raw, dtype=np.uint16)
+        if bits.size != count:
+            raise ValueError("byte count does not match shape")
+        # a bfloat16 is the top half of a float32
+        return (bits.astype(np.uint32) << 16).view(np.float32).reshape(shape).copy()
+    arr = np.frombuffer(raw, dtype=np.dtype(dtype))
+    if arr.size != count:
+        raise ValueError("byte count does not match shape")
+    return arr.reshape(shape).copy()

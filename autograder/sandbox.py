@@ -1,0 +1,357 @@
+"""The trusted side of the parent/child split: start a child for one step file and talk to it.
+
+The child (child/runner.py) runs in its own process, in its own session and scratch folder,
+with resource limits. The parent writes requests and reads replies through two dedicated pipes;
+the child's stdout/stderr are drained separately and kept only up to a bounded excerpt, so a
+submission that prints without end can neither block nor flood the grader.
+"""
+import os
+import resource
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .child import wire
+
+CHILD_DIR = Path(__file__).parent / "child"
+
+
+@dataclass
+class Limits:
+    """Per-child limits. Defaults suit the hidden suites' small inputs."""
+    call_seconds: float = 20.0        # one load or one call
+    cpu_seconds: int = 120            # CPU time of the whole child (RLIMIT_CPU)
+    output_bytes: int = 16_000        # stdout+stderr excerpt kept per step
+    max_restarts: int = 3             # fresh children after a crash or time-out, per step
+
+
+# ------------------------------------------------------------------ what can go wrong
+class StudentProblem(Exception):
+    """Something the student's code did; `student_message` says it in their terms."""
+
+    def student_message(self):
+        return str(self)
+
+
+class StudentRaised(StudentProblem):
+    def __init__(self, what, error):
+        self.what, self.error = what, error
+        super().__init__(f"{what} raised {error.get('type')}")
+
+    @property
+    def is_stub(self):
+        return self.error.get("type") == "NotImplementedError"
+
+    def student_message(self):
+        etype, msg = self.error.get("type", "Exception"), self.error.get("message", "")
+        if etype == "NotImplementedError":
+            return (f"{self.what} raised NotImplementedError{': ' + msg if msg else ''}. "
+                    "This part is still a stub: write its body and run the notebook's visible tests.")
+        text = f"{self.what} raised {etype}: {msg}".rstrip(": ")
+        tb = self.error.get("traceback", "").strip()
+        return text + (f"\nYour code's traceback:\n{tb}" if tb else "")
+
+
+class StudentCrashed(StudentProblem):
+    def __init__(self, what, returncode, output):
+        self.what, self.returncode, self.output = what, returncode, output
+        super().__init__(self.describe())
+
+    def describe(self):
+        rc = self.returncode
+        if rc is not None and rc < 0:
+            try:
+                name = signal.Signals(-rc).name
+            except ValueError:
+                name = "unknown"
+            how = f"crashed (signal {-rc}, {name})"
+            if -rc == signal.SIGXCPU:
+                how = "used up its CPU time (signal SIGXCPU)"
+        else:
+            how = f"exited (exit code {rc})"
+        return f"your code {how} while running {self.what}"
+
+    def student_message(self):
+        text = self.describe() + ". Calls to sys.exit, os._exit or code that crashes Python stop the grading of this step."
+        if self.output.strip():
+            text += f"\nLast output of your code:\n{self.output[-1500:]}"
+        return text
+
+
+class StudentTimedOut(StudentProblem):
+    def __init__(self, what, seconds):
+        self.what, self.seconds = what, seconds
+        super().__init__(f"timed out after {seconds:g} s while running {what}")
+
+    def student_message(self):
+        return (f"{self.what} timed out after {self.seconds:g} s. Look for a loop that never ends, "
+                "a sleep, or code that waits for input.")
+
+
+class NotDefined(StudentProblem):
+    def __init__(self, name, display, defined, cell_errors):
+        self.name, self.display, self.defined, self.cell_errors = name, display, defined, cell_errors
+        super().__init__(f"{display} does not define {name}")
+
+    def student_message(self):
+        text = f"{self.display} does not define `{self.name}`. Keep the name and signature from the stub."
+        if self.cell_errors:
+            first = self.cell_errors[0]
+            text += (f"\nRunning your file stopped with {first['type']}: {first['message']}"
+                     f"\n{first.get('traceback', '').strip()}")
+        return text
+
+
+class MissingStep(StudentProblem):
+    def __init__(self, step):
+        self.step = step
+        super().__init__(f"no file for step {step.number}")
+
+    def student_message(self):
+        a, b = self.step.files
+        return f"No file for step {self.step.number}: expected {a} or {b} in the submission."
+
+
+class BadReply(StudentProblem):
+    """The child answered with something malformed (only a tampered child does that)."""
+
+    def student_message(self):
+        return f"Your code's result could not be read back: {self}."
+
+
+# ------------------------------------------------------------------ the child process
+def _apply_limits(limits):
+    def preexec():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
+    return preexec
+
+
+def child_env(scratch):
+    """A small, explicit environment: no grader secrets, one thread per library."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch, "TMPDIR": scratch,
+           "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    return env
+
+
+class OutputTrap(threading.Thread):
+    """Drains a pipe forever, keeping the first `limit` bytes and counting the rest."""
+
+    def __init__(self, fd, limit):
+        super().__init__(daemon=True)
+        self.fd, self.limit, self.kept, self.dropped = fd, limit, bytearray(), 0
+
+    def run(self):
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            room = self.limit - len(self.kept)
+            self.kept += chunk[:max(room, 0)]
+            self.dropped += max(len(chunk) - max(room, 0), 0)
+        os.close(self.fd)
+
+    def text(self):
+        out = self.kept.decode("utf-8", "replace")
+        return out + (f"\n... ({self.dropped} more bytes of output not shown)" if self.dropped else "")
+
+
+class Child:
+    """One child process running child/runner.py."""
+
+    def __init__(self, framework, limits):
+        self.framework, self.limits = framework, limits
+        self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
+        for name in ("runner.py", "wire.py"):
+            shutil.copy(CHILD_DIR / name, self.scratch)
+        req_r, self.req_w = os.pipe()
+        self.rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", os.path.join(self.scratch, "runner.py"), str(req_r), str(rep_w), framework],
+            stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(req_r, rep_w),
+            cwd=self.scratch, env=child_env(self.scratch), start_new_session=True,
+            preexec_fn=_apply_limits(limits))
+        for fd in (req_r, rep_w, out_w):
+            os.close(fd)
+        self.output = OutputTrap(out_r, limits.output_bytes)
+        self.output.start()
+
+    # -- plumbing with deadlines: a child that stops reading or writing cannot block us
+    def _write_all(self, data, deadline):
+        view = memoryview(data)
+        while view:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            _, ready, _ = select.select([], [self.req_w], [], left)
+            if ready:
+                os.set_blocking(self.req_w, False)
+                try:
+                    n = os.write(self.req_w, view[:65536])
+                except BlockingIOError:
+                    n = 0
+                finally:
+                    os.set_blocking(self.req_w, True)
+                view = view[n:]
+
+    def _read_exactly(self, n, deadline):
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self.rep_r], [], [], left)
+            if ready:
+                chunk = os.read(self.rep_r, min(n - len(buf), 1 << 20))
+                if not chunk:
+                    raise EOFError
+                buf += chunk
+        return bytes(buf)
+
+    def request(self, message, what):
+        """Send one request and return the reply; raises StudentCrashed / StudentTimedOut."""
+        import json
+        deadline = time.monotonic() + self.limits.call_seconds
+        body = json.dumps(message).encode()
+        try:
+            self._write_all(struct.pack(">I", len(body)) + body, deadline)
+            (size,) = struct.unpack(">I", self._read_exactly(4, deadline))
+            if size > wire.MAX_MESSAGE_BYTES:
+                self.kill()
+                raise BadReply(f"a reply of {size} bytes is over the limit")
+            reply = json.loads(self._read_exactly(size, deadline))
+        except TimeoutError:
+            self.kill()
+            raise StudentTimedOut(what, self.limits.call_seconds) from None
+        except (EOFError, BrokenPipeError):
+            try:  # the child is exiting: let it finish, so its own exit code is what we report
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
+            self.kill()
+            raise StudentCrashed(what, self.proc.returncode, self.output.text()) from None
+        except ValueError as exc:
+            self.kill()
+            raise BadReply(str(exc)) from None
+        if not isinstance(reply, dict):
+            raise BadReply("the reply is not an object")
+        return reply
+
+    @property
+    def alive(self):
+        return self.proc.poll() is None
+
+    def kill(self):
+        """Kill the child and everything in its process group, then clean up."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        for fd in (self.req_w, self.rep_r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.output.join(timeout=2)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------ one step's session
+@dataclass
+class StepSession:
+    """Lazily starts a child for one step file; restarts it after a crash or a time-out.
+
+    A failure while loading the file is final for the step (every check reports it);
+    a failure inside one call costs that call only.
+    """
+    step: object
+    path: Path = None
+    limits: Limits = field(default_factory=Limits)
+    child: Child = None
+    load_reply: dict = None
+    load_problem: StudentProblem = None
+    restarts: int = 0
+    notes: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+
+    @property
+    def display(self):
+        return self.path.name if self.path else self.step.stem
+
+    def _ensure_child(self):
+        if self.path is None:
+            raise MissingStep(self.step)
+        if self.load_problem is not None:
+            raise self.load_problem
+        if self.child is not None and self.child.alive:
+            return self.child
+        if self.child is not None:
+            self._retire()
+            self.restarts += 1
+            if self.restarts > self.limits.max_restarts:
+                self.load_problem = StudentProblem(
+                    f"grading of {self.display} stopped after {self.limits.max_restarts} crashes or time-outs")
+                raise self.load_problem
+        self.child = Child(self.step.framework, self.limits)
+        try:
+            reply = self.child.request({"op": "load", "path": str(self.path.resolve()),
+                                        "display": self.display}, f"{self.display} (loading it)")
+        except StudentProblem as problem:
+            self.load_problem = problem
+            self._retire()
+            raise
+        self.load_reply = reply
+        return self.child
+
+    def _retire(self):
+        if self.child is not None:
+            self.child.kill()
+            out = self.child.output.text()
+            if out.strip():
+                self.outputs.append(out)
+            self.child = None
+
+    def request(self, message, what):
+        child = self._ensure_child()
+        reply = child.request(message, what)
+        if reply.get("missing"):
+            raise NotDefined(reply["missing"], self.display, self.load_reply.get("defined", []),
+                             self.load_reply.get("cell_errors", []))
+        if not reply.get("ok"):
+            err = reply.get("error")
+            if not isinstance(err, dict):
+                raise BadReply("malformed error reply")
+            raise StudentRaised(what, {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")})
+        return reply
+
+    @property
+    def cell_errors(self):
+        return (self.load_reply or {}).get("cell_errors", [])
+
+    def printed(self):
+        """What the student's code printed (bounded), for the report."""
+        parts = list(self.outputs)
+        if self.child is not None:
+            parts.append(self.child.output.text())
+        return "\n".join(p for p in parts if p.strip())
+
+    def close(self):
+        self._retire()

@@ -1,0 +1,21 @@
+"""Fixtures for the hidden suites: `student` calls the submission's code for the module's STEP."""
+import pytest
+
+from autograder.checks import Student
+from autograder.grading import SESSIONS
+
+
+@pytest.fixture(scope="module")
+def student(request):
+    """The student's code for this suite's step (a `Student` adapter, CPU inputs)."""
+    sessions = request.config.stash[SESSIONS]
+    return Student(sessions[request.module.STEP])
+
+
+@pytest.fixture
+def cuda():
+    """The CUDA device name; skips the check with a reason where no GPU is present."""
+    import torch
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU on the grading machine; GPU checks carry no points and are skipped")
+    return "cuda"

@@ -1,0 +1,72 @@
+"""Hidden suite, step 3: scale_scores(scores, d_k) -> scores / sqrt(d_k). 10 points."""
+import numpy as np
+
+from autograder import variants
+from autograder.checks import CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape
+from autograder.inputs import randn, rounded
+from solutions import step03_scaling as ref
+
+STEP = "03_scaling"
+SHAPE = (2, 3, 5, 7)
+
+
+def _mistakes(scores, d_k):
+    """What each scaling mistake gives on these scores (d_k chosen so all differ)."""
+    return {mid: scores * factor(d_k) for mid, factor in variants.SCALE_MISTAKES.items()}
+
+
+def _scale(student, scores, d_k):
+    what = f"scale_scores(scores, d_k={d_k})"
+    got = expect_array(student.call("scale_scores", scores, d_k), what, "numpy")
+    expect_shape(got, scores.shape, what)
+    return got, what
+
+
+@check("3.1", points=1, kind="shape")
+def test_shape(student):
+    """Output has the shape of the scores"""
+    _scale(student, randn((STEP, "3.1"), SHAPE), 16)
+
+
+@check("3.2", points=3, kind="numbers")
+def test_numbers_float64(student):
+    """Divided by sqrt(d_k), float64 (d_k = 16)"""
+    scores = randn((STEP, "3.2"), SHAPE, scale=4.0)
+    got, what = _scale(student, scores, 16)
+    expect_close(got, ref.scale_scores(scores, 16), what, "float64", variants=_mistakes(scores, 16))
+
+
+@check("3.3", points=2, kind="numbers")
+def test_numbers_float32(student, request):
+    """The same in float32 (float64 output accepted with a note: NumPy 2 promotion)"""
+    s32, s64 = rounded(randn((STEP, "3.3"), SHAPE, scale=4.0), "float32")
+    got, what = _scale(student, s32, 16)
+    expect_dtype(request, got, "float32", what, "numpy")
+    expect_close(got, ref.scale_scores(s64, 16), what, "float32", variants=_mistakes(s64, 16))
+
+
+@check("3.4", points=2, kind="numbers")
+def test_other_d_k(student):
+    """Other key sizes: d_k = 2, 5 and 64"""
+    for d_k in (2, 5, 64):
+        scores = randn((STEP, "3.4", d_k), SHAPE, scale=4.0)
+        got, what = _scale(student, scores, d_k)
+        expect_close(got, ref.scale_scores(scores, d_k), what, "float64", variants=_mistakes(scores, d_k))
+
+
+@check("3.5", points=1, kind="property")
+def test_input_unchanged(student):
+    """The caller's scores are left unchanged (no in-place division)"""
+    scores = randn((STEP, "3.5"), SHAPE)
+    student.call("scale_scores", scores, 16)
+    if student.mutated:
+        raise CheckFailed("scale_scores changed the scores array it was given (e.g. `scores /= ...`). "
+                          "The caller may still need the raw scores: return a new array instead.")
+
+
+@check("3.6", points=1, kind="numbers")
+def test_matrix(student):
+    """A plain (T_q, T_k) matrix of scores"""
+    scores = randn((STEP, "3.6"), (5, 7), scale=4.0)
+    got, what = _scale(student, scores, 9)
+    expect_close(got, ref.scale_scores(scores, 9), what, "float64", variants=_mistakes(scores, 9))

@@ -1,0 +1,127 @@
+"""Hidden suite, step 4: softmax(x, axis=-1), numerically stable, any rank. 10 points."""
+import numpy as np
+
+from autograder import variants
+from autograder.checks import check, expect_array, expect_close, expect_dtype, expect_finite, expect_shape, CheckFailed
+from autograder.inputs import randn, rounded
+from solutions import step04_softmax as ref
+
+STEP = "04_softmax"
+SHAPE = (2, 3, 7)   # every axis a different length, so a wrong axis cannot hide
+
+
+def _softmax(student, x, **kwargs):
+    what = "softmax(x" + "".join(f", {k}={v}" for k, v in kwargs.items()) + ")"
+    got = expect_array(student.call("softmax", x, **kwargs), what, "numpy")
+    expect_shape(got, x.shape, what)
+    return got, what
+
+
+def _wrong_axes(x, axis):
+    """Softmax over each other axis: what a student normalising the wrong way would get."""
+    axis = axis % x.ndim
+    return {"softmax-wrong-axis": [variants.softmax(x, a) for a in range(x.ndim) if a != axis]}
+
+
+def _expect_softmax(got, x64, what, dtype, axis=-1):
+    wrong = _wrong_axes(x64, axis)["softmax-wrong-axis"]
+    # one id, several ways to be wrong: whichever wrong axis matches names it
+    for candidate in wrong:
+        try:
+            expect_close(got, ref.softmax(x64, axis=axis), what, dtype,
+                         variants={"softmax-wrong-axis": candidate})
+            return
+        except CheckFailed as failure:
+            if failure.misconceptions:
+                raise
+            last = failure
+    raise last
+
+
+@check("4.1", points=1, kind="shape")
+def test_shape(student):
+    """Output has the input's shape (rank 3)"""
+    _softmax(student, randn((STEP, 1), SHAPE))
+
+
+@check("4.2", points=2, kind="numbers")
+def test_numbers_float64(student):
+    """Values along the last axis, float64"""
+    x = randn((STEP, 2), SHAPE, scale=2.0)
+    got, what = _softmax(student, x)
+    _expect_softmax(got, x, what, "float64")
+
+
+@check("4.3", points=2, kind="numbers")
+def test_numbers_float32(student, request):
+    """Values along the last axis, float32 (dtype kept)"""
+    x32, x64 = rounded(randn((STEP, 3), SHAPE, scale=2.0), "float32")
+    got, what = _softmax(student, x32)
+    expect_dtype(request, got, "float32", what, "numpy")
+    _expect_softmax(got, x64, what, "float32")
+
+
+@check("4.4", points=1, kind="numbers")
+def test_axis_argument(student):
+    """The axis argument is honoured (axis=0 and axis=1)"""
+    x = randn((STEP, 4), SHAPE, scale=2.0)
+    for axis in (0, 1):
+        got, what = _softmax(student, x, axis=axis)
+        _expect_softmax(got, x, what, "float64", axis=axis)
+
+
+@check("4.5", points=1, kind="property")
+def test_properties(student):
+    """Weights lie in [0, 1], sum to 1, and ignore a constant shift of the row"""
+    x = randn((STEP, 5), SHAPE, scale=3.0)
+    got, what = _softmax(student, x)
+    p = got.array.astype(np.float64)
+    if p.min() < 0 or p.max() > 1:
+        raise CheckFailed(f"{what}: values must lie in [0, 1]; found {p.min():.4g} .. {p.max():.4g}.")
+    sums = p.sum(axis=-1)
+    worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
+    if abs(sums[worst] - 1) > 1e-9:
+        raise CheckFailed(f"{what}: the weights along the last axis should sum to 1; the row at "
+                          f"{tuple(int(i) for i in worst)} sums to {sums[worst]:.6g}. "
+                          "Did you divide by the sum over the right axis (with keepdims=True)?",
+                          ["softmax-wrong-axis"] if np.allclose(p.sum(axis=0), 1) or np.allclose(p.sum(axis=1), 1) else [])
+    shifted, _ = _softmax(student, x + 10.0)
+    if not np.allclose(shifted.array, p, rtol=1e-9, atol=1e-12):
+        raise CheckFailed(f"softmax(x + 10) should equal softmax(x): adding the same number to every "
+                          "entry of a row cannot change the weights.")
+
+
+@check("4.6", points=1, kind="numbers")
+def test_minus_infinity(student):
+    """-inf entries get weight exactly 0 (as in a masked row)"""
+    x = randn((STEP, 6), SHAPE)
+    x[..., ::3] = -np.inf          # entries 0, 3, 6 of each row masked; four stay finite
+    got, what = _softmax(student, x)
+    expect_finite(got, what, "A -inf score must give weight 0: exp(-inf - max) is exactly 0 when the "
+                             "row has a finite maximum.")
+    expect_close(got, ref.softmax(x), what, "float64")
+    if np.any(got.array[..., ::3] != 0):
+        raise CheckFailed(f"{what}: entries that were -inf must get weight exactly 0.")
+
+
+def _expect_stable(got, x64, what, dtype, naive):
+    if not np.isfinite(got.array).all():
+        # on these inputs only a missing max-subtraction produces inf or nan
+        expect_close(got, ref.softmax(x64), what, dtype, variants={"softmax-unstable": lambda: got.array})
+    expect_close(got, ref.softmax(x64), what, dtype, variants={"softmax-unstable": naive})
+
+
+@check("4.7", points=1, kind="stability")
+def test_large_float64(student):
+    """No overflow for scores around +-1000, float64"""
+    x = randn((STEP, 7), SHAPE, scale=1000.0)
+    got, what = _softmax(student, x)
+    _expect_stable(got, x, what, "float64", variants.naive_softmax(x))
+
+
+@check("4.8", points=1, kind="stability")
+def test_large_float32(student):
+    """No overflow for scores around +-100, float32 (exp overflows float32 above 88)"""
+    x32, x64 = rounded(randn((STEP, 8), SHAPE, scale=100.0), "float32")
+    got, what = _softmax(student, x32)
+    _expect_stable(got, x64, what, "float32", variants.naive_softmax(x32))

@@ -1,0 +1,34 @@
+"""How close is close enough, per dtype and per kind of computation.
+
+A result is compared with a float64 reference computed from the very same (already rounded)
+inputs, so only the student's arithmetic error counts. An element passes when
+
+    |got - expected| <= atol * scale + rtol * |expected|,   scale = max(1, rms(expected))
+
+`scale` makes atol relative to the array's magnitude: a matmul's rounding error follows the size
+of the terms summed, not of the (possibly cancelled) result.
+
+Levels:
+- "op": one operation (a matmul, a division, a softmax): a few ulps of the dtype, grown by the
+  length of the sums involved (our inputs have d <= 16).
+- "composed": several operations chained (self-attention, multi-head, a module): errors of each
+  step propagate through softmax and a second matmul, and implementations may order sums
+  differently (einsum vs matmul vs F.linear), so allow about ten times more.
+"""
+
+# dtype -> level -> (rtol, atol)
+TOLERANCES = {
+    # float64: eps 2.2e-16; well above any reordering of short sums, far below any real mistake
+    "float64": {"op": (1e-10, 1e-12), "composed": (1e-9, 1e-11)},
+    # float32: eps 1.2e-7; sums of <= 16 terms and exp() stay within ~1e-6 relative
+    "float32": {"op": (1e-5, 1e-6), "composed": (1e-4, 1e-5)},
+    # float16: eps 9.8e-4, and reductions may accumulate in half precision on some kernels
+    "float16": {"op": (1e-2, 2e-3), "composed": (3e-2, 1e-2)},
+    # bfloat16: eps 7.8e-3 (8 bits of mantissa)
+    "bfloat16": {"op": (4e-2, 1e-2), "composed": (8e-2, 4e-2)},
+}
+
+
+def tolerance(dtype, level="op"):
+    """(rtol, atol) for a result computed in `dtype` (the dtype of the inputs given)."""
+    return TOLERANCES[str(dtype).replace("torch.", "")][level]
