@@ -10,5 +10,5 @@ c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "assignments"
 
 # the same pipeline as nbgrader's, with stubs that name the step
-c.GenerateAssignment.preprocessors = [StepStubs if p is ClearSolutions else p
-                                      for p in GenerateAssignment.preprocessors.default_value]
+_default = GenerateAssignment.class_traits()["preprocessors"].default()
+c.GenerateAssignment.preprocessors = [StepStubs if p is ClearSolutions else p for p in _default]

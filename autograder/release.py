@@ -9,6 +9,7 @@
 difference from the committed copies.
 """
 import filecmp
+import os
 import re
 import shutil
 import subprocess
@@ -66,8 +67,12 @@ def generate_assignment(release_dir):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", contract.ASSIGNMENT, "--force",
                f"--CourseDirectory.release_directory={release_dir}",
-               f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", "--log-level=WARN"]
-        subprocess.run(cmd, cwd=ROOT, check=True)
+               f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", "--log-level=WARN",
+               # a broken nbgrader_config.py must stop the build, not fall back to plain stubs
+               "--NbGraderApp.raise_config_file_errors=True"]
+        # nbgrader runs `alembic` for its database: the venv's bin/ must be on PATH
+        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        subprocess.run(cmd, cwd=ROOT, check=True, env=env)
 
 
 def build(out_root=ROOT):

@@ -1,0 +1,1 @@
+"""Reference implementations, generated from source/ by `python -m autograder build`."""

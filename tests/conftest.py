@@ -1,0 +1,44 @@
+"""Shared helpers: grade a submission through the real command line, once per session."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_grader(submission, tmp_path, *extra):
+    """Run `python -m autograder grade` in a fresh process; return (exit code, stdout, results)."""
+    results = Path(tmp_path) / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission), "--results",
+                           str(results), *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    data = json.loads(results.read_text()) if results.exists() else None
+    return proc.returncode, proc.stdout + proc.stderr, data
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory):
+    """graded(path) -> (exit code, output, results); each submission is graded once per session."""
+    cache = {}
+
+    def grade(submission):
+        key = str(submission)
+        if key not in cache:
+            cache[key] = run_grader(ROOT / submission, tmp_path_factory.mktemp("grade"))
+        return cache[key]
+    return grade
+
+
+def by_step(results):
+    """{step stem: [tests]} from a results.json."""
+    steps = {}
+    for t in results["tests"]:
+        stem = next(tag for tag in t["tags"] if tag.startswith("step:"))[5:]
+        steps.setdefault(stem, []).append(t)
+    return steps
+
+
+def tags_of(results, stem):
+    return {tag for t in by_step(results)[stem] for tag in t["tags"]}

@@ -1,0 +1,109 @@
+"""The parent/child split: whatever the student's code does, the grader reports it and goes on."""
+import os
+import signal
+
+import numpy as np
+import pytest
+
+from autograder import contract
+from autograder.checks import Student
+from autograder.sandbox import (Limits, NotDefined, StepSession, StudentCrashed, StudentRaised,
+                                StudentTimedOut)
+
+SOFTMAX = contract.step_for_stem("04_softmax")
+GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)\n"
+
+
+def session(tmp_path, code, **limits):
+    path = tmp_path / "04_softmax.py"
+    path.write_text(code)
+    return StepSession(SOFTMAX, path, Limits(**limits))
+
+
+def call(s, *args):
+    return Student(s).call("softmax", *args)
+
+
+def test_a_correct_call_round_trips(tmp_path):
+    s = session(tmp_path, GOOD)
+    try:
+        got = call(s, np.zeros((2, 3)))
+        assert np.allclose(got.array, 1 / 3)
+    finally:
+        s.close()
+
+
+def test_sys_exit_at_import_is_caught_and_reported(tmp_path):
+    s = session(tmp_path, "import sys\nsys.exit(3)\n" + GOOD)
+    with pytest.raises(NotDefined) as info:
+        call(s, np.zeros(3))
+    assert "Running your file stopped with SystemExit: 3" in info.value.student_message()
+    s.close()
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("import os\nos._exit(5)\n", "exit code 5"),
+    ("import ctypes\nctypes.string_at(0)\n", f"signal {int(signal.SIGSEGV)}"),
+])
+def test_dying_at_import_fails_every_call_with_the_reason(tmp_path, code, expected):
+    s = session(tmp_path, code + GOOD)
+    with pytest.raises(StudentCrashed) as info:
+        call(s, np.zeros(3))
+    assert expected in info.value.student_message()
+    with pytest.raises(StudentCrashed):        # the load failure is remembered, not retried
+        call(s, np.zeros(3))
+    s.close()
+
+
+def test_exceptions_of_every_kind_are_reported_with_the_students_frames(tmp_path):
+    s = session(tmp_path, "def softmax(x, axis=-1):\n    raise KeyboardInterrupt('stop')\n")
+    with pytest.raises(StudentRaised) as info:
+        call(s, np.zeros(3))
+    msg = info.value.student_message()
+    assert "KeyboardInterrupt: stop" in msg and '04_softmax.py", line 2, in softmax' in msg
+    assert "runner.py" not in msg
+    s.close()
+
+
+def test_a_call_that_never_returns_times_out_and_the_next_call_gets_a_fresh_child(tmp_path):
+    code = GOOD + "def softmax(x, axis=-1, _g=softmax):\n    if x.size > 3:\n        while True:\n            pass\n    return _g(x, axis)\n"
+    s = session(tmp_path, code, call_seconds=1.0)
+    with pytest.raises(StudentTimedOut) as info:
+        call(s, np.zeros(10))
+    assert "timed out after 1 s" in info.value.student_message()
+    assert np.allclose(call(s, np.zeros(3)).array, 1 / 3)
+    s.close()
+
+
+def test_output_is_drained_and_bounded(tmp_path):
+    s = session(tmp_path, GOOD + "print('x' * 5_000_000)\n", output_bytes=1000)
+    assert np.allclose(call(s, np.zeros(3)).array, 1 / 3)
+    s.close()
+    printed = s.printed()
+    assert printed.startswith("x" * 1000) and "more bytes of output not shown" in printed and len(printed) < 1200
+
+
+def test_a_missing_function_names_itself(tmp_path):
+    s = session(tmp_path, "def soft_max(x):\n    return x\n")
+    with pytest.raises(NotDefined) as info:
+        call(s, np.zeros(3))
+    assert "does not define `softmax`" in info.value.student_message()
+    s.close()
+
+
+def test_the_child_cannot_import_the_grader_or_the_references(tmp_path):
+    code = ("try:\n    import solutions\n    LEAK = 'solutions'\nexcept ImportError:\n    LEAK = None\n"
+            "def softmax(x, axis=-1):\n    return x * 0 + (1 if LEAK else 0)\n")
+    s = session(tmp_path, code)
+    assert call(s, np.ones(2)).array.tolist() == [0, 0]
+    s.close()
+
+
+def test_the_child_runs_in_its_own_scratch_folder_and_process_group(tmp_path):
+    code = "import os\ndef softmax(x, axis=-1):\n    return x * 0 + [os.getpid(), os.getpgid(0), len(os.getcwd())]\n"
+    s = session(tmp_path, code)
+    pid, pgid, _ = call(s, np.zeros(3)).array
+    assert pid == pgid != os.getpgid(0)           # a session of its own
+    scratch = s.child.scratch
+    s.close()
+    assert not os.path.exists(scratch)            # cleaned up
