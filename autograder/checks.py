@@ -285,9 +285,12 @@ def expect_close(got, expected, what, dtype, level="op", variants=None):
         msg = (f"{what}: {cmp.bad_nonfinite} of {cmp.n} values are NaN or infinite where the expected "
                f"values are finite (first at index {cmp.worst_index}).")
     else:
+        # enough digits to show where the two numbers part
+        digits = 6 if abs(cmp.worst_got - cmp.worst_expected) > 1e-5 * abs(cmp.worst_expected) else 12
         msg = (f"{what}: {cmp.n - cmp.n_close} of {cmp.n} values differ from the expected ones "
                f"({cmp.share_close:.0%} match, tolerance rtol={rtol:g}, atol={atol:g} for {dtype}). "
-               f"Worst at index {cmp.worst_index}: expected {cmp.worst_expected:.6g}, got {cmp.worst_got:.6g}.")
+               f"Worst at index {cmp.worst_index}: expected {cmp.worst_expected:.{digits}g}, "
+               f"got {cmp.worst_got:.{digits}g}.")
     if found:
         msg += "\n" + misconceptions.describe(found)
     raise CheckFailed(msg, found)
