@@ -100,6 +100,8 @@ def decode(rec, depth=0):
 
 def describe_value(v):
     """A short phrase for what came back, used in type errors."""
+    if isinstance(v, Opaque) and v.repr.startswith(("array of dtype", "tensor of dtype")):
+        return f"a {v.type} of {v.repr[9:]} (only numeric dtypes can be graded)"
     if isinstance(v, Returned):
         return f"a {v.type} of shape {v.shape} and dtype {v.dtype}"
     if isinstance(v, Seq):
@@ -270,12 +272,18 @@ def _diagnose(got, variants, tol):
     return found
 
 
+PRECISION = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+
+
 def expect_close(got, expected, what, dtype, level="op", variants=None):
     """The student's values match the float64 reference within the dtype's tolerance.
 
     On failure the message says how many values match, where the worst one is, and names the
     mistake when a variant (a known mistake applied to the reference) matches instead.
     """
+    if PRECISION.get(got.dtype, 0) < PRECISION.get(str(dtype), 0):
+        raise CheckFailed(f"{what} has dtype {got.dtype}; expected {dtype}, the dtype of the input. "
+                          "Lower precision loses digits the check needs: don't cast the result down.")
     rtol, atol = tolerance(dtype, level)
     cmp = compare(got.array, expected, rtol, atol)
     if cmp.ok:

@@ -16,6 +16,12 @@ def main(argv=None):
     g.add_argument("--steps", help="comma-separated step stems to grade (default: all)")
     g.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
                    help="seconds one load or call of student code may take (default %(default)s)")
+    g.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
+                   help="memory limit of each child process in GiB (default %(default)g)")
+    g.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
+                   help="seconds all of one submission's code may run together (default %(default)s)")
+    g.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
+                   help="how student code is walled off (default: the strongest available)")
     g.add_argument("--quiet", action="store_true", help="print the table only, without check messages")
     b = sub.add_parser("build", help="regenerate solutions/ and assignments/ from source/ (nbgrader)")
     b.add_argument("--check", action="store_true",
@@ -36,7 +42,9 @@ def main(argv=None):
             print(f"error: {args.submission} does not exist", file=sys.stderr)
             return 2
         steps = args.steps.split(",") if args.steps else None
-        result = grading.grade(args.submission, Limits(call_seconds=args.call_timeout), steps)
+        limits = Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
+                        memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation)
+        result = grading.grade(args.submission, limits, steps)
         report.write_results(result, args.results)
         print(report.table(result, details=not args.quiet))
         print(f"\nresults written to {args.results}")

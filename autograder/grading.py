@@ -9,6 +9,7 @@ import contextlib
 import io
 import re
 import sys
+import tempfile
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ import pytest
 
 from . import contract
 from .checks import NOTES, CheckFailed
-from .sandbox import Limits, StepSession, StudentProblem
+from . import isolation
+from .sandbox import Budget, Limits, StepSession, StudentProblem
 
 SUITES_DIR = Path(__file__).parent / "suites"
 SESSIONS = pytest.StashKey[dict]()
@@ -165,11 +167,15 @@ def _number_key(number):
 def grade(submission, limits=None, steps=None):
     """Grade a folder or single step file. Returns a Report; never raises for student code."""
     limits = limits or Limits()
+    mode = isolation.choose_mode(limits.isolation)
+    if mode != "process":
+        isolation.protect_grader()
+    budget = Budget(limits.submission_seconds)
     files = find_step_files(submission)
     if Path(submission).is_file():
         steps = steps or [s.stem for s in contract.STEPS if s.stem in files]
     wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
-    sessions = {s.stem: StepSession(s, files.get(s.stem), limits) for s in wanted}
+    sessions = {s.stem: StepSession(s, files.get(s.stem), limits, budget, mode) for s in wanted}
     plugin = GradingPlugin(sessions)
     args = [str(SUITES_DIR / f"test_{s.stem}.py") for s in wanted] + [
         "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
@@ -191,12 +197,20 @@ def grade(submission, limits=None, steps=None):
         step_results.append(StepResult(
             s, session.display if session.path else None, checks, plugin.skipped.get(s.stem, []),
             session.printed(), session.cell_errors))
-    return Report(str(submission), step_results, isolation_info(limits), plugin.internal_errors)
+    return Report(str(submission), step_results, isolation_info(limits, mode), plugin.internal_errors)
 
 
-def isolation_info(limits):
+def isolation_info(limits, mode):
     """What isolation applied, for the instructor's audit (results.json extra_data)."""
-    return {"process": "separate child process per step, own session and scratch folder",
-            "call_seconds": limits.call_seconds, "cpu_seconds": limits.cpu_seconds,
-            "output_bytes": limits.output_bytes, "uid": "same as grader",
-            "data_crossing": "JSON; arrays as dtype + shape + bytes; nothing unpickled"}
+    info = isolation.make_plan(mode, tempfile.gettempdir(), limits, limits.hide, uid=isolation.BASE_UID).info()
+    info.pop("hidden_paths")   # the grader's own paths are none of the student's business
+    if mode == "uid":
+        info["uid"] = "a uid of its own per child process, not the grader's (from %d up)" % isolation.BASE_UID
+    if mode != "process" and isolation.gpu_present():
+        info["pid_namespace"] = "off for the torch steps on this GPU machine (CUDA does not start inside one)"
+    info.update({"process": "one child process per step, own session, PID namespace and scratch folder"
+                 if mode != "process" else "one child process per step, own session and scratch folder",
+                 "call_seconds": limits.call_seconds, "submission_seconds": limits.submission_seconds,
+                 "output_bytes": limits.output_bytes,
+                 "data_crossing": "JSON; arrays as dtype + shape + bytes; nothing unpickled"})
+    return info

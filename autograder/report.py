@@ -1,5 +1,7 @@
 """Reports from a graded submission: Gradescope results.json and the terminal table."""
 import json
+import os
+import tempfile
 
 from . import __version__
 
@@ -32,9 +34,14 @@ def gradescope(report):
 
 
 def write_results(report, path):
-    with open(path, "w", encoding="utf-8") as f:
+    """Write results.json atomically: a file or link planted at `path` is replaced, never followed."""
+    path = os.path.abspath(path)
+    fd, tmp = tempfile.mkstemp(prefix=".results-", dir=os.path.dirname(path))
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(gradescope(report), f, indent=2)
         f.write("\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
 
 
 def summary_line(report):

@@ -6,7 +6,6 @@ the child's stdout/stderr are drained separately and kept only up to a bounded e
 submission that prints without end can neither block nor flood the grader.
 """
 import os
-import resource
 import select
 import shutil
 import signal
@@ -19,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import isolation
 from .child import wire
 
 CHILD_DIR = Path(__file__).parent / "child"
@@ -26,11 +26,17 @@ CHILD_DIR = Path(__file__).parent / "child"
 
 @dataclass
 class Limits:
-    """Per-child limits. Defaults suit the hidden suites' small inputs."""
+    """Per-child limits and isolation. Defaults suit the hidden suites' small inputs."""
     call_seconds: float = 20.0        # one load or one call
-    cpu_seconds: int = 120            # CPU time of the whole child (RLIMIT_CPU)
+    submission_seconds: float = 600.0 # all the calls of one submission together
+    cpu_seconds: int = 120            # CPU time of one child (RLIMIT_CPU)
+    memory_bytes: int = 4 << 30       # RLIMIT_DATA: heap and private mappings
+    max_processes: int = 64           # RLIMIT_NPROC for the child's uid
+    file_bytes: int = 64 << 20        # RLIMIT_FSIZE: largest file the child may write
     output_bytes: int = 16_000        # stdout+stderr excerpt kept per step
     max_restarts: int = 3             # fresh children after a crash or time-out, per step
+    isolation: str = "auto"           # "auto", "uid", "userns" or "process" (see isolation.py)
+    hide: tuple = ()                  # more folders the child must not see (e.g. the batch root)
 
 
 # ------------------------------------------------------------------ what can go wrong
@@ -75,6 +81,8 @@ class StudentCrashed(StudentProblem):
             how = f"crashed (signal {-rc}, {name})"
             if -rc == signal.SIGXCPU:
                 how = "used up its CPU time (signal SIGXCPU)"
+            elif -rc == signal.SIGXFSZ:
+                how = "wrote a file over the size limit (signal SIGXFSZ)"
         else:
             how = f"exited (exit code {rc})"
         return f"your code {how} while running {self.what}"
@@ -87,13 +95,27 @@ class StudentCrashed(StudentProblem):
 
 
 class StudentTimedOut(StudentProblem):
-    def __init__(self, what, seconds):
-        self.what, self.seconds = what, seconds
+    def __init__(self, what, seconds, whole_submission=False):
+        self.what, self.seconds, self.whole = what, seconds, whole_submission
         super().__init__(f"timed out after {seconds:g} s while running {what}")
 
     def student_message(self):
+        if self.whole:
+            return (f"Grading stopped: your submission used up its {self.seconds:g} s of running time "
+                    f"before {self.what}. Look for loops that never end or very slow code.")
         return (f"{self.what} timed out after {self.seconds:g} s. Look for a loop that never ends, "
                 "a sleep, or code that waits for input.")
+
+
+class StudentOverMemory(StudentProblem):
+    def __init__(self, what, limit):
+        self.what, self.limit = what, limit
+        super().__init__(f"{what} used more than {limit / 2**30:g} GiB")
+
+    def student_message(self):
+        return (f"{self.what} used more than {self.limit / 2**30:g} GiB of memory (the limit) and stopped "
+                "with MemoryError. The hidden tests use small inputs: look for an array that grows "
+                "without end or an intermediate far larger than the inputs.")
 
 
 class NotDefined(StudentProblem):
@@ -128,18 +150,13 @@ class BadReply(StudentProblem):
 
 
 # ------------------------------------------------------------------ the child process
-def _apply_limits(limits):
-    def preexec():
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
-    return preexec
-
-
-def child_env(scratch):
+def child_env(scratch, plan):
     """A small, explicit environment: no grader secrets, one thread per library."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch, "TMPDIR": scratch,
            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+           "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
+           # the runner forks once into the new PID namespace (see isolation.kill_everything)
+           "ATTENTION_KIT_PIDNS": "1" if plan.pid_namespace else "0"}
     for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -172,21 +189,30 @@ class OutputTrap(threading.Thread):
 
 
 class Child:
-    """One child process running child/runner.py."""
+    """One child process running child/runner.py on a copy of one student file."""
 
-    def __init__(self, framework, limits):
+    def __init__(self, framework, limits, student_file, mode):
         self.framework, self.limits = framework, limits
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
         for name in ("runner.py", "wire.py"):
             shutil.copy(CHILD_DIR / name, self.scratch)
+        # the child works on its own copy: the submission folder itself stays out of its sight
+        self.student_copy = os.path.join(self.scratch, "submission" + Path(student_file).suffix)
+        shutil.copy(student_file, self.student_copy)
+        hide = list(limits.hide) + [str(Path(student_file).resolve().parent)]
+        # CUDA fails to start inside a new PID namespace: torch children on a GPU machine go
+        # without one (their uid, or their process group, still lets the grader kill them all)
+        pid_ns = not (framework == "torch" and isolation.gpu_present())
+        self.plan = isolation.make_plan(mode, self.scratch, limits, hide, pid_namespace=pid_ns)
+        isolation.prepare_scratch(self.plan)
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", os.path.join(self.scratch, "runner.py"), str(req_r), str(rep_w), framework],
+            [sys.executable, "-I", "-u", os.path.join(self.scratch, "runner.py"), str(req_r), str(rep_w), framework],
             stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(req_r, rep_w),
-            cwd=self.scratch, env=child_env(self.scratch), start_new_session=True,
-            preexec_fn=_apply_limits(limits))
+            cwd=self.scratch, env=child_env(self.scratch, self.plan), start_new_session=True,
+            preexec_fn=lambda: isolation.apply(self.plan))
         for fd in (req_r, rep_w, out_w):
             os.close(fd)
         self.output = OutputTrap(out_r, limits.output_bytes)
@@ -224,10 +250,10 @@ class Child:
                 buf += chunk
         return bytes(buf)
 
-    def request(self, message, what):
+    def request(self, message, what, seconds):
         """Send one request and return the reply; raises StudentCrashed / StudentTimedOut."""
         import json
-        deadline = time.monotonic() + self.limits.call_seconds
+        deadline = time.monotonic() + seconds
         body = json.dumps(message).encode()
         try:
             self._write_all(struct.pack(">I", len(body)) + body, deadline)
@@ -238,7 +264,7 @@ class Child:
             reply = json.loads(self._read_exactly(size, deadline))
         except TimeoutError:
             self.kill()
-            raise StudentTimedOut(what, self.limits.call_seconds) from None
+            raise StudentTimedOut(what, seconds) from None
         except (EOFError, BrokenPipeError):
             try:  # the child is exiting: let it finish, so its own exit code is what we report
                 self.proc.wait(timeout=2)
@@ -258,12 +284,8 @@ class Child:
         return self.proc.poll() is None
 
     def kill(self):
-        """Kill the child and everything in its process group, then clean up."""
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        """Kill the child and every process it started, then clean up."""
+        isolation.kill_everything(self.plan, self.proc.pid)
         self.proc.wait()
         for fd in (self.req_w, self.rep_r):
             try:
@@ -275,6 +297,16 @@ class Child:
 
 
 # ------------------------------------------------------------------ one step's session
+class Budget:
+    """The running time left to one submission, shared by its steps."""
+
+    def __init__(self, seconds):
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+
+    def left(self):
+        return self.deadline - time.monotonic()
+
+
 @dataclass
 class StepSession:
     """Lazily starts a child for one step file; restarts it after a crash or a time-out.
@@ -285,16 +317,27 @@ class StepSession:
     step: object
     path: Path = None
     limits: Limits = field(default_factory=Limits)
+    budget: Budget = None
+    mode: str = None                     # isolation level; chosen once per grading run
     child: Child = None
     load_reply: dict = None
     load_problem: StudentProblem = None
     restarts: int = 0
-    notes: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.budget = self.budget or Budget(self.limits.submission_seconds)
+        self.mode = self.mode or isolation.choose_mode(self.limits.isolation)
 
     @property
     def display(self):
         return self.path.name if self.path else self.step.stem
+
+    def _seconds(self, what):
+        left = self.budget.left()
+        if left <= 0:
+            raise StudentTimedOut(what, self.budget.seconds, whole_submission=True)
+        return min(self.limits.call_seconds, left)
 
     def _ensure_child(self):
         if self.path is None:
@@ -308,12 +351,14 @@ class StepSession:
             self.restarts += 1
             if self.restarts > self.limits.max_restarts:
                 self.load_problem = StudentProblem(
-                    f"grading of {self.display} stopped after {self.limits.max_restarts} crashes or time-outs")
+                    f"Grading of {self.display} stopped after {self.limits.max_restarts} crashes or time-outs.")
                 raise self.load_problem
-        self.child = Child(self.step.framework, self.limits)
+        what = f"{self.display} (loading it)"
+        seconds = self._seconds(what)
+        self.child = Child(self.step.framework, self.limits, self.path, self.mode)
         try:
-            reply = self.child.request({"op": "load", "path": str(self.path.resolve()),
-                                        "display": self.display}, f"{self.display} (loading it)")
+            reply = self.child.request({"op": "load", "path": self.child.student_copy,
+                                        "display": self.display}, what, seconds)
         except StudentProblem as problem:
             self.load_problem = problem
             self._retire()
@@ -331,20 +376,27 @@ class StepSession:
 
     def request(self, message, what):
         child = self._ensure_child()
-        reply = child.request(message, what)
+        reply = child.request(message, what, self._seconds(what))
         if reply.get("missing"):
-            raise NotDefined(reply["missing"], self.display, self.load_reply.get("defined", []),
+            raise NotDefined(str(reply["missing"])[:100], self.display, self.load_reply.get("defined", []),
                              self.load_reply.get("cell_errors", []))
         if not reply.get("ok"):
             err = reply.get("error")
             if not isinstance(err, dict):
                 raise BadReply("malformed error reply")
-            raise StudentRaised(what, {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")})
+            err = {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
+            if err["type"] == "MemoryError":
+                raise StudentOverMemory(what, self.limits.memory_bytes)
+            raise StudentRaised(what, err)
         return reply
 
     @property
     def cell_errors(self):
         return (self.load_reply or {}).get("cell_errors", [])
+
+    @property
+    def isolation_info(self):
+        return self.child.plan.info() if self.child else None
 
     def printed(self):
         """What the student's code printed (bounded), for the report."""

@@ -11,14 +11,42 @@ Requests (one JSON message each) and replies:
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
                                                       -> {"ok", "value", "params"} | {"ok": false, "error"}
 """
-import json
-import linecache
 import os
+import signal
 import sys
-import traceback
-import types
 
-import numpy as np
+
+def enter_pid_namespace(keep_fds):
+    """The grader started us with a new PID namespace for our children: fork once, so the
+    student's code runs as that namespace's first process. When it dies, or is killed, the
+    kernel kills every process it started. This outer process only waits and passes on how
+    the inner one ended."""
+    pid = os.fork()
+    if pid == 0:
+        # a process group of our own: kill(0, ...) from student code cannot reach the outer process
+        os.setpgid(0, 0)
+        return
+    for fd in keep_fds + [0, 1, 2]:
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+# Before anything else, and before numpy starts threads: a process whose children go to a new
+# PID namespace cannot create threads itself, so the fork must come first.
+if __name__ == "__main__" and os.environ.get("ATTENTION_KIT_PIDNS") == "1":
+    enter_pid_namespace([int(sys.argv[1]), int(sys.argv[2])])
+
+import json  # noqa: E402
+import linecache  # noqa: E402
+import traceback  # noqa: E402
+import types  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 # -I keeps this folder off sys.path; wire.py sits beside this file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -172,11 +200,14 @@ def module(req):
     wrong = sorted(k for k in wanted if k in own and list(own[k].shape) != wanted[k]["shape"])
     if missing or wrong:
         return {"ok": True, "value": None, "params": shapes}
+    # convert first, then copy: float64 checks get the grader's float64 weights unrounded
+    mod = mod.to(dtype=getattr(torch, req.get("dtype", "float32")))
+    own = dict(mod.named_parameters())
     with torch.no_grad():
         for name, rec in wanted.items():
             own[name].copy_(torch.from_numpy(wire.decode_array(rec)))
-    dtype = getattr(torch, req.get("dtype", "float32"))
-    mod = mod.to(device=req.get("device", "cpu"), dtype=dtype)
+    mod = mod.to(device=req.get("device", "cpu"))
+    mod.eval()                      # a student's dropout must not make the output random
     x = _to_value(req["input"])
     value = mod(x)
     return {"ok": True, "value": wire.encode(value), "params": shapes}

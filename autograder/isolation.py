@@ -1,0 +1,281 @@
+"""How a student child process is walled off from the grader, the kit and other submissions.
+
+Three levels, the strongest the platform allows (`choose_mode`):
+
+- "uid" (the grader runs as root: CI containers, Gradescope, Docker): the child gets new mount,
+  network and PID namespaces, sees the kit, the submissions, /root, /home and the temporary
+  folders only as empty read-only tmpfs (its own scratch folder and the Python it needs are
+  bound back), and runs under a uid of its own, so it can neither read the kit's files nor
+  signal the grader, and every process it starts can be found and killed by that uid.
+- "userns" (not root, user namespaces allowed): the same namespaces inside a user namespace,
+  with the Python bound back read-only; same uid as the grader, so the grader makes itself
+  non-dumpable (its memory and /proc entries become unreadable to the child) and the PID
+  namespace keeps the child from naming the grader's pid.
+- "process" (neither): a separate process in its own session with resource limits only.
+
+All levels get: RLIMIT_DATA (memory), RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE, no core files.
+This module only prepares and applies; sandbox.Child starts the process.
+"""
+import ctypes
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parent.parent
+BASE_UID = 200_000   # child uids: BASE_UID + 100 * (grader pid % 10**6) + (child count % 100); no passwd entry needed
+_children_started = 0
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    enc = (lambda s: None if s is None else str(s).encode())
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+@dataclass
+class Plan:
+    """What one child gets. Built in the parent; `apply` runs in the child before exec."""
+    mode: str                              # "uid", "userns" or "process"
+    scratch: str                           # the child's own folder (its cwd and HOME)
+    memory_bytes: int
+    cpu_seconds: int
+    max_processes: int
+    file_bytes: int
+    uid: int = None                        # "uid" mode only
+    pid_namespace: bool = True             # off for torch steps on a GPU machine: CUDA does not start in one
+    hide: list = field(default_factory=list)       # folders replaced by an empty tmpfs
+    keep: list = field(default_factory=list)       # folders under a hidden one, bound back read-only
+
+    def info(self):
+        """For results.json extra_data: what isolation applied."""
+        return {"mode": self.mode, "uid": self.uid if self.mode == "uid" else "same as grader",
+                "namespaces": (["mount", "network"] + (["pid"] if self.pid_namespace else [])
+                               + (["user"] if self.mode == "userns" else [])) if self.mode != "process" else [],
+                "hidden_paths": self.hide, "network": "none" if self.mode != "process" else "not isolated",
+                "memory_limit_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds,
+                "max_processes": self.max_processes, "max_file_bytes": self.file_bytes}
+
+
+_probe_cache = {}
+
+
+def choose_mode(requested="auto"):
+    """The strongest level available here, or `requested` when it is not 'auto'."""
+    if requested != "auto":
+        return requested
+    if os.geteuid() == 0:
+        return "uid" if _probe("uid") else "process"
+    return "userns" if _probe("userns") else "process"
+
+
+def _probe(mode):
+    """Can this machine set up `mode`? Tried once per grader process: a throwaway child must
+    start Python, import numpy, and write in its scratch folder under that isolation."""
+    if mode not in _probe_cache:
+        import tempfile
+        from types import SimpleNamespace
+        with tempfile.TemporaryDirectory(prefix="attention-kit-probe-") as scratch:
+            limits = SimpleNamespace(memory_bytes=2 << 30, cpu_seconds=30, max_processes=64, file_bytes=1 << 20)
+            plan = make_plan(mode, scratch, limits)
+            try:
+                prepare_scratch(plan)
+                # fork first, as the runner does: the PID namespace takes the second process
+                code = ("import os\nif os.fork():\n    os._exit(os.waitstatus_to_exitcode(os.wait()[1]))\n"
+                        "import numpy\nopen('probe', 'w').write('ok')\n")
+                proc = subprocess.run([sys.executable, "-I", "-c", code],
+                                      preexec_fn=lambda: apply(plan), cwd=scratch, capture_output=True, timeout=60)
+                _probe_cache[mode] = proc.returncode == 0 and os.path.exists(os.path.join(scratch, "probe"))
+            except (OSError, subprocess.SubprocessError):
+                _probe_cache[mode] = False
+    return _probe_cache[mode]
+
+
+def next_uid():
+    """A uid for the next child: its own, so RLIMIT_NPROC and the final kill see only its processes."""
+    global _children_started
+    _children_started += 1
+    return BASE_UID + 100 * (os.getpid() % 10**6) + _children_started % 100
+
+
+def gpu_present():
+    """An NVIDIA device node is there (cheap: no torch import, no CUDA start)."""
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+
+
+def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True):
+    """Decide what to hide for a child whose scratch folder is `scratch`."""
+    scratch = os.path.realpath(scratch)
+    keep = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix}] + [scratch]
+    hide = [str(KIT_ROOT), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
+    hide += [os.path.realpath(p) for p in hide_extra]
+    hide = [h for h in dict.fromkeys(hide) if os.path.isdir(h) and not os.path.islink(h)]
+    # a folder that holds the Python or the scratch folder itself cannot be hidden whole;
+    # it is hidden with those bound back (see plan_namespaces)
+    nproc = limits.max_processes
+    if mode == "userns":   # RLIMIT_NPROC counts all of this user's processes: leave room for them
+        nproc += _count_processes(os.getuid())
+    return Plan(mode, scratch, limits.memory_bytes, limits.cpu_seconds, nproc, limits.file_bytes,
+                uid=(uid or next_uid()) if mode == "uid" else None,
+                pid_namespace=pid_namespace and mode != "process", hide=hide, keep=keep)
+
+
+def _count_processes(uid):
+    n = 0
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def prepare_scratch(plan):
+    """Give the child uid its scratch folder (and nothing else)."""
+    if plan.mode == "uid":
+        for root, dirs, files in os.walk(plan.scratch):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), plan.uid, plan.uid)
+        os.chown(plan.scratch, plan.uid, plan.uid)
+        os.chmod(plan.scratch, 0o700)
+
+
+# ------------------------------------------------------------------ in the child, before exec
+def plan_namespaces(plan):
+    """Enter new namespaces and build the child's view of the file system."""
+    if plan.mode == "process":
+        return
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | (CLONE_NEWPID if plan.pid_namespace else 0)
+    if plan.mode == "userns":
+        _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    else:
+        _check(_libc.unshare(flags), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    done = []
+    for hidden in sorted(plan.hide, key=len):
+        if any(hidden == d or hidden.startswith(d + "/") for d in done):
+            continue                                   # already under a hidden folder
+        inside = [k for k in plan.keep if k.startswith(hidden + "/") or k == hidden]
+        handles = [(k, os.open(k, os.O_PATH)) for k in inside]   # reach them after covering
+        _mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
+        for path, fd in handles:
+            os.makedirs(path, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+            if path != plan.scratch:                   # the Python: read-only
+                _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+            os.close(fd)
+        done.append(hidden)
+
+
+def apply(plan):
+    """preexec_fn: limits, namespaces, then the unprivileged uid. Runs in the forked child."""
+    for res, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_DATA, plan.memory_bytes),
+                       (resource.RLIMIT_FSIZE, plan.file_bytes)):
+        resource.setrlimit(res, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (plan.cpu_seconds, plan.cpu_seconds + 5))
+    plan_namespaces(plan)
+    if plan.mode == "uid":
+        os.setgroups([])
+        os.setgid(plan.uid)
+        os.setuid(plan.uid)
+    if plan.mode != "process" or os.geteuid() != 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+# ------------------------------------------------------------------ in the parent
+def protect_grader():
+    """Make the grader non-dumpable: a child of the same uid can then neither ptrace it nor
+    read its memory or environment through /proc."""
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _children(pid):
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            pass
+    return kids
+
+
+def kill_everything(plan, pid):
+    """Kill the child and every process it started: daemons, double forks and setsid included.
+
+    The runner forks once into the new PID namespace; killing that inner init makes the kernel
+    kill every process in the namespace. In "uid" mode, anything left under the child's uid is
+    killed as well (a process that signals with that uid reaches exactly them).
+    """
+    for kid in _children(pid):
+        _kill(kid)
+    _kill(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if plan.mode == "uid":
+        deadline = time.monotonic() + 5
+        while leftover_processes(plan) and time.monotonic() < deadline:
+            killer = os.fork()
+            if killer == 0:                  # become that uid, then signal everything it owns
+                try:
+                    os.setgid(plan.uid)
+                    os.setuid(plan.uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(killer, 0)
+            time.sleep(0.01)                 # the kernel tears a namespace down asynchronously
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def leftover_processes(plan):
+    """Live (not zombie) processes still running under the child's uid ("uid" mode)."""
+    return [] if plan.mode != "uid" else processes_of(plan.uid)
+
+
+def processes_of(uid):
+    """Pids of the live processes owned by `uid` (zombies, already dead, are left out)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                with open(f"/proc/{entry}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        found.append(int(entry))
+        except (OSError, IndexError):
+            pass
+    return found

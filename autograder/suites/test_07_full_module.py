@@ -1,0 +1,320 @@
+"""Hidden suite, step 7: SingleHeadSelfAttention and MultiHeadSelfAttention as nn.Modules. 10 points.
+
+The grader builds the student's module in its child process, copies its own parameters in by
+name (W_q.weight, q_proj.bias, ...), and runs forward. B=2, T=5, d_model=12 and 3 or 4 heads, so
+head_dim (4 or 3) differs from T and from d_model. Weights are ~ N(0, 1/d_model): scaled scores of
+order 1, an unsaturated softmax, so every scaling mistake shows in the numbers.
+
+Parameters are sent as values exactly representable in float32 (or float16 / bfloat16 for those
+checks): the child copies them into the module's own (float32) parameters before converting the
+module to the check's dtype, so the reference uses exactly the values the module holds.
+"""
+import contextlib
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import misconceptions, variants
+from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_pair,
+                               expect_shape, CheckFailed)
+from autograder.inputs import randn, rounded
+from autograder.sandbox import StudentRaised
+from autograder.tolerances import tolerance
+from solutions import step07_full_module as ref
+
+STEP = "07_full_module"
+B, T, D, H = 2, 5, 12, 3
+SINGLE, MULTI = "SingleHeadSelfAttention", "MultiHeadSelfAttention"
+PROBE = "grader-probe.not-a-parameter"     # a name no module has: the child then skips forward()
+
+
+def _init(cls, num_heads=H, bias=None):
+    if cls == SINGLE:
+        return {"d_model": D}
+    init = {"d_model": D, "num_heads": num_heads}
+    if bias is not None:
+        init["bias"] = bias
+    return init
+
+
+def _call_text(cls, init):
+    return f"{cls}({', '.join(f'{k}={v}' for k, v in init.items())})"
+
+
+# ------------------------------------------------------------------ the reference (float64, torch)
+def _ref_module(cls, init):
+    return getattr(ref, cls)(**init).double()
+
+
+def _expected_params(cls, init):
+    """{name: shape} of the reference module: the parameters the contract asks for."""
+    return {k: tuple(p.shape) for k, p in _ref_module(cls, init).named_parameters()}
+
+
+def _params(key, cls, init, dtype="float32"):
+    """Random parameters for every reference parameter, exactly representable in `dtype`.
+
+    Weights ~ N(0, 1/D) keep the scaled scores of order 1; biases ~ N(0, 0.3^2).
+    """
+    out = {}
+    for name, shape in _expected_params(cls, init).items():
+        scale = 1 / math.sqrt(D) if name.endswith("weight") else 0.3
+        out[name] = rounded(randn((STEP, key, name), shape, scale), dtype)[1]
+    return out
+
+
+def _reference(cls, init, params, x64):
+    mod = _ref_module(cls, init)
+    own = dict(mod.named_parameters())
+    with torch.no_grad():
+        for name, value in params.items():
+            own[name].copy_(torch.from_numpy(value))
+        out, w = mod(torch.from_numpy(np.ascontiguousarray(x64, dtype=np.float64)))
+    return out.numpy(), w.numpy()
+
+
+def _linear(params, prefix):
+    """nn.Linear's weight and bias as the (W, b) of `x @ W + b` (the convention of variants.py)."""
+    return params[f"{prefix}.weight"].T, params.get(f"{prefix}.bias")
+
+
+def _mistakes(cls, init, params, x64):
+    """{id: (out, attn_weights)}: the known mistakes applied to the same inputs and parameters."""
+    if cls == SINGLE:
+        (Wq, _), (Wk, _), (Wv, _) = (_linear(params, f"W_{n}") for n in "qkv")
+        Q, K, V = x64 @ Wq, x64 @ Wk, x64 @ Wv
+        found = variants.attention_mistakes(Q, K, V, D)
+        found["projection-swapped"] = variants.attend(V, K, Q, 1 / math.sqrt(D))
+        return found
+    (Wq, bq), (Wk, bk), (Wv, bv), (Wo, bo) = (_linear(params, p) for p in ("q_proj", "k_proj", "v_proj", "out_proj"))
+    return {m: variants.multi_head(x64, Wq, Wk, Wv, Wo, init["num_heads"], bq, bk, bv, bo, mistake=m)
+            for m in variants.MULTI_HEAD_MISTAKES}
+
+
+# ------------------------------------------------------------------ structure
+def _fmt_shape(shape):
+    return "(" + ", ".join(str(n) for n in shape) + ")"
+
+
+def _structure_problems(cls, init, shapes):
+    """What differs between the student's parameters and the contract's, in words ([] if nothing)."""
+    expected = _expected_params(cls, init)
+    have = {str(k): tuple(v) for k, v in shapes.items() if k != PROBE}
+    missing = [k for k in expected if k not in have]
+    wrong = [f"{k} has shape {_fmt_shape(have[k])}, expected {_fmt_shape(s)}"
+             for k, s in expected.items() if k in have and have[k] != s]
+    unexpected = [k for k in have if k not in expected]
+    problems = []
+    if missing:
+        problems.append("missing: " + ", ".join(missing))
+    if wrong:
+        problems.append("wrong shape: " + "; ".join(wrong))
+    if unexpected:
+        shown = unexpected[:12] + (["..."] if len(unexpected) > 12 else [])
+        problems.append("not in the contract: " + ", ".join(shown))
+    return problems
+
+
+def _layers_hint(cls, init):
+    if cls == SINGLE:
+        return "self.W_q, self.W_k, self.W_v = nn.Linear(d_model, d_model, bias=False) (three of them)"
+    bias = init.get("bias", True)
+    return (f"self.q_proj, self.k_proj, self.v_proj, self.out_proj = nn.Linear(d_model, d_model, bias={bias}) "
+            f"(four of them){'' if bias else '; with bias=False they have no bias parameters'}")
+
+
+def _structure_message(cls, init, shapes):
+    problems = _structure_problems(cls, init, shapes)
+    if not problems:
+        return None
+    expected = _expected_params(cls, init)
+    have = {str(k): tuple(v) for k, v in shapes.items() if k != PROBE}
+    listing = ", ".join(f"{k} {_fmt_shape(s)}" for k, s in list(have.items())[:12]) or "no parameters"
+    return (f"{_call_text(cls, init)} should have exactly the parameters "
+            f"{', '.join(f'{k} {_fmt_shape(s)}' for k, s in expected.items())}; "
+            f"{'; '.join(problems)}. Your module has: {listing}. "
+            f"Define {_layers_hint(cls, init)}: the grader loads its weights by these names.")
+
+
+def _expect_structure(student, cls, init):
+    # the probe cannot fit, so the child builds the module and reports its parameters
+    # without running forward(): a bug in forward() does not cost the structure points
+    x = np.zeros((1, 1, D))
+    _, shapes = student.module(cls, init, {PROBE: np.zeros(1)}, x)
+    message = _structure_message(cls, init, shapes)
+    if message:
+        raise CheckFailed(message)
+
+
+# ------------------------------------------------------------------ forward
+def _forward(student, cls, init, params, x, dtype="float64", device=None):
+    """Build, load and run the student's module; check it returns two tensors of the right shapes."""
+    what = f"{_call_text(cls, init)}.forward(x)"
+    value, shapes = student.module(cls, init, params, x, dtype=dtype)
+    if value is None:
+        raise CheckFailed(_structure_message(cls, init, shapes)
+                          or f"{what}: the grader could not load its parameters into your module.")
+    out, w = expect_pair(value, what, ("out", "attn_weights"))
+    out = expect_array(out, f"{what}: out", "torch", device=device)
+    w = expect_array(w, f"{what}: attn_weights", "torch", device=device)
+    wshape = (B, T, T) if cls == SINGLE else (B, init["num_heads"], T, T)
+    if out.shape == wshape and w.shape == (B, T, D):
+        raise CheckFailed(f"{what} returned (attn_weights, out): return them in the order (out, attn_weights).")
+    expect_shape(out, (B, T, D), f"{what}: out")
+    if cls == MULTI and w.shape == (B, T, T):
+        raise CheckFailed(f"{what}: attn_weights has shape {w.shape}; expected {wshape}. Return every head's "
+                          "weights, (B, num_heads, T, T), not their average over the heads.")
+    expect_shape(w, wshape, f"{what}: attn_weights")
+    return out, w, what, shapes
+
+
+def _expect_attention(out, w, expected, what, dtype, mistakes=None, extra=None):
+    """out and attn_weights match the reference. A mistake is named only when it explains both."""
+    problems = []
+    for got, exp, name in ((w, expected[1], "attn_weights"), (out, expected[0], "out")):
+        try:
+            expect_close(got, exp, f"{what}: {name}", dtype, level="composed")
+        except CheckFailed as failure:
+            problems.append(failure.message)
+    if not problems:
+        return
+    rtol, atol = tolerance(dtype, "composed")
+    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
+             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
+             and compare(w.array, v_w, 10 * rtol, 10 * atol).ok]
+    text = "\n".join(problems + ([extra] if extra else []))
+    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
+def _extra_params_note(cls, init, shapes):
+    unexpected = [k for k in _structure_problems(cls, init, shapes) if k.startswith("not in the contract")]
+    if not unexpected:
+        return None
+    return (f"Note: {_call_text(cls, init)} has parameters the grader does not set ({unexpected[0]}); "
+            "they keep their random initial values, which changes the output.")
+
+
+def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, with_mistakes=True):
+    x = randn((STEP, key, "x"), (B, T, D))
+    x_low, x64 = rounded(x, dtype) if dtype != "float64" else (x, x)
+    params = _params(key, cls, init, "float32" if dtype == "float64" else dtype)
+    who = student if device is None else student.on(device, cast=cast)
+    out, w, what, shapes = _forward(who, cls, init, params, x_low, dtype=dtype, device=device)
+    if device is not None:
+        what += f" on {device}"
+    if dtype != "float64" or device is not None:
+        what += f" in {dtype}"
+    expect_dtype(request, out, dtype, f"{what}: out", "torch")
+    expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
+    mistakes = _mistakes(cls, init, params, x64) if with_mistakes else None
+    _expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, mistakes,
+                      _extra_params_note(cls, init, shapes))
+
+
+# ------------------------------------------------------------------ graded checks
+@check("7.1", points=1, kind="structure")
+def test_single_structure(student):
+    """SingleHeadSelfAttention(d_model) has W_q, W_k, W_v: nn.Linear(d_model, d_model, bias=False)"""
+    _expect_structure(student, SINGLE, _init(SINGLE))
+
+
+@check("7.2", points=2, kind="numbers")
+def test_single_float64(student, request):
+    """SingleHeadSelfAttention forward: out and attn_weights, float64"""
+    _numbers(student, request, SINGLE, _init(SINGLE), "7.2", "float64")
+
+
+@check("7.3", points=1, kind="numbers")
+def test_single_float32(student, request):
+    """SingleHeadSelfAttention forward, float32 (dtype kept)"""
+    _numbers(student, request, SINGLE, _init(SINGLE), "7.3", "float32")
+
+
+@check("7.4", points=1, kind="structure")
+def test_multi_structure(student):
+    """MultiHeadSelfAttention has q_proj, k_proj, v_proj, out_proj, with biases by default and none with bias=False"""
+    _expect_structure(student, MULTI, _init(MULTI))
+    _expect_structure(student, MULTI, _init(MULTI, bias=False))
+
+
+@check("7.5", points=2, kind="numbers")
+def test_multi_float64(student, request):
+    """MultiHeadSelfAttention(12, 3, bias=True) forward: out and attn_weights, float64"""
+    _numbers(student, request, MULTI, _init(MULTI, bias=True), "7.5", "float64")
+
+
+@check("7.6", points=1, kind="numbers")
+def test_multi_no_bias(student, request):
+    """MultiHeadSelfAttention(12, 4, bias=False) forward, float64"""
+    _numbers(student, request, MULTI, _init(MULTI, num_heads=4, bias=False), "7.6", "float64")
+
+
+@check("7.7", points=1, kind="numbers")
+def test_multi_float32(student, request):
+    """MultiHeadSelfAttention(12, 3) forward, float32 (dtype kept)"""
+    _numbers(student, request, MULTI, _init(MULTI), "7.7", "float32")
+
+
+@check("7.8", points=1, kind="property")
+def test_properties(student):
+    """Both modules' attention weights lie in [0, 1] and each query's row sums to 1"""
+    for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
+        x = randn((STEP, "7.8", cls, "x"), (B, T, D))
+        params = _params("7.8", cls, init)
+        _, w, what, _ = _forward(student, cls, init, params, x)
+        what += ": attn_weights"
+        p = w.array.astype(np.float64)
+        tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)   # the rounding of the dtype returned
+        if p.min() < -tol or p.max() > 1 + tol:
+            raise CheckFailed(f"{what}: attention weights must lie in [0, 1]; found {p.min():.4g} .. {p.max():.4g}.")
+        sums = p.sum(axis=-1)
+        worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
+        if abs(sums[worst] - 1) > tol:
+            rtol, atol = tolerance("float64" if w.dtype == "float64" else "float32", "composed")
+            wrong_axis = _mistakes(cls, init, params, x)["softmax-wrong-axis"][1]
+            found = ["softmax-wrong-axis"] if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok else []
+            raise CheckFailed(f"{what}: each query's weights over the keys (the last axis) should sum to 1; "
+                              f"the row at index {tuple(int(i) for i in worst)} sums to {sums[worst]:.10g}."
+                              + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
+# ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
+@contextlib.contextmanager
+def _gpu_usable():
+    """Skip (not fail) a device check when CUDA itself cannot start in the student's process:
+    the grader saw a GPU, but the sandbox kept it from the child. That is no fault of the code."""
+    try:
+        yield
+    except StudentRaised as exc:
+        message = str(exc.error.get("message", ""))
+        if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
+                                            "No CUDA GPUs are available")):
+            pytest.skip("a GPU is present, but CUDA could not start in the isolated process that runs "
+                        f"the submission ({message.splitlines()[0][:200]})")
+        raise
+
+
+@check("7.9", points=0, kind="device")
+def test_cuda_float32(student, cuda, request):
+    """On CUDA, float32: both modules run on the GPU, keep float32 and match the reference"""
+    with _gpu_usable():
+        for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
+            _numbers(student, request, cls, init, "7.9", "float32", device=cuda)
+
+
+@check("7.10", points=0, kind="device")
+def test_cuda_float16(student, cuda, request):
+    """On CUDA, float16: both modules keep float16 on the GPU and match the reference"""
+    with _gpu_usable():
+        for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
+            _numbers(student, request, cls, init, "7.10", "float16", device=cuda, cast="float16", with_mistakes=False)
+
+
+@check("7.11", points=0, kind="device")
+def test_cuda_bfloat16(student, cuda, request):
+    """On CUDA, bfloat16: both modules keep bfloat16 on the GPU and match the reference"""
+    with _gpu_usable():
+        for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
+            _numbers(student, request, cls, init, "7.11", "bfloat16", device=cuda, cast="bfloat16", with_mistakes=False)

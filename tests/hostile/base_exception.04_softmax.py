@@ -1,0 +1,15 @@
+# Raises a BaseException subclass that is not an Exception.
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+class Escape(BaseException):
+    pass
+
+
+def softmax(x, axis=-1):
+    raise Escape("out of here")

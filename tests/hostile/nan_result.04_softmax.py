@@ -1,0 +1,11 @@
+# Returns NaN everywhere.
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    return np.full(np.shape(x), np.nan)

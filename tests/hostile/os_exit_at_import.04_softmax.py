@@ -1,0 +1,9 @@
+# Calls os._exit at import: the interpreter ends without unwinding.
+import os
+os._exit(3)
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)

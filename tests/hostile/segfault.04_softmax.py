@@ -1,0 +1,12 @@
+# Crashes the interpreter with a segmentation fault inside the call.
+import ctypes
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1):
+    ctypes.string_at(0)

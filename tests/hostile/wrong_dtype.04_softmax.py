@@ -1,0 +1,11 @@
+# Returns float16 whatever the input.
+import numpy as np
+
+
+def softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def softmax(x, axis=-1, _good=softmax):
+    return _good(x, axis).astype(np.float16)

@@ -1,0 +1,216 @@
+"""The hostile corpus: whatever a submission does, the grader finishes, and the outcome is exact.
+
+Each case in tests/hostile/ is one misbehaving step file on top of otherwise correct code
+(samples/unusual_style for the other steps). For each: the score of every step, the message,
+results.json small and clean, no kit file changed, no process left behind.
+"""
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from autograder import isolation
+from conftest import ROOT
+
+CORPUS = ROOT / "tests" / "hostile"
+STEPS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
+MODE = isolation.choose_mode()
+NEEDS_ISOLATION = pytest.mark.skipif(MODE == "process", reason="no namespaces or uid separation on this "
+                                     "machine (run as root, or allow user namespaces)")
+
+# case -> (score of the hostile step, a phrase its first failed check's message must hold)
+EXPECTED = {
+    "base_exception": (0, "softmax(...) raised Escape: out of here"),
+    "daemon": (10, None),
+    "endless_recursion": (0, "raised RecursionError"),
+    "exit_in_call": (0, "softmax(...) raised SystemExit: 0"),
+    "forge_protocol": (0, "Your code's result could not be read back"),
+    "fork_bomb": (10, None),
+    "keyboard_interrupt": (0, "softmax(...) raised KeyboardInterrupt: ha"),
+    "lazy_array": (0, "softmax(...) timed out after 2 s"),
+    "list_result": (0, "should return a numpy array; it returned a list of 2 items"),
+    "loop_at_import": (0, "04_softmax.py (loading it) timed out after 2 s"),
+    "memory_hog": (0, "softmax(...) used more than 1 GiB of memory (the limit)"),
+    "nan_result": (1, "42 of 42 values are NaN or infinite where the expected values are finite"),
+    "network": (10, None),
+    "object_array": (0, "it returned a numpy.ndarray of dtype object"),
+    "os_exit_at_import": (0, "your code exited (exit code 3) while running 04_softmax.py (loading it)"),
+    "os_exit_in_call": (0, "your code exited (exit code 7) while running softmax(...)"),
+    "patch_numpy": (1, "42 of 42 values differ from the expected ones"),
+    "print_flood": (10, None),
+    "read_solutions": (1, "42 of 42 values differ from the expected ones"),
+    "segfault": (0, "your code crashed (signal 11, SIGSEGV) while running softmax(...)"),
+    "signal_grader": (10, None),
+    "sleep_in_call": (0, "softmax(...) timed out after 2 s"),
+    "sneaky_subclass": (0, "returned a submission.Always, a subclass of numpy.ndarray"),
+    "stderr_warning": (10, None),
+    "syntax_error": (0, "Running your file stopped with SyntaxError"),
+    "tamper_kit": (10, None),
+    "wrong_dtype": (1, "has dtype float16; expected float64"),
+}
+# cases whose expected outcome holds only when the child is walled off (namespaces / own uid)
+ISOLATION_CASES = {"daemon", "network", "read_solutions", "tamper_kit", "signal_grader"}
+
+
+def kit_fingerprint():
+    h = hashlib.sha256()
+    for folder in ("autograder/suites", "autograder/child", "solutions", "source", "samples", "assignments"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                h.update(str(path).encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def submission_with(tmp_path, case_file):
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    for stem in STEPS:
+        shutil.copy(ROOT / "samples" / "unusual_style" / f"{stem}.py", sub)
+    shutil.copy(case_file, sub / f"{case_file.name.split('.')[1]}.py")
+    return sub
+
+
+def grade(sub, results):
+    """Grade in a fresh grader process; returns the finished Popen (its pid names its children's uids)."""
+    proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(sub), "--results", str(results),
+                             "--steps", ",".join(STEPS), "--call-timeout", "2", "--memory-gib", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc.output = proc.communicate(timeout=600)[0]
+    return proc
+
+
+class Listener:
+    """A loopback listener on the ports the `network` case tries; counts connections."""
+
+    def __init__(self):
+        self.socks, self.accepted = [], 0
+        for port in range(40000, 40100):
+            try:
+                s = socket.socket()
+                s.bind(("127.0.0.1", port))
+                s.listen()
+                s.settimeout(0.2)
+                self.socks.append(s)
+                break
+            except OSError:
+                continue
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            for s in self.socks:
+                try:
+                    conn, _ = s.accept()
+                    self.accepted += 1
+                    conn.close()
+                except OSError:
+                    pass
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        for s in self.socks:
+            s.close()
+
+
+def live_child_processes(grader_pid=None):
+    """Live processes left by the children of one grader process (all graders when None):
+    in uid mode its children's uids are BASE_UID + 100 * (grader pid % 10**6) + 0..99."""
+    first = None if grader_pid is None else isolation.BASE_UID + 100 * (grader_pid % 10**6)
+    left = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    continue                      # already dead, waiting to be reaped
+            uid = os.stat(f"/proc/{entry}").st_uid
+            if first is not None and MODE == "uid":
+                if first <= uid < first + 100:
+                    left.append(int(entry))
+            elif uid >= isolation.BASE_UID or b"attention-kit-child" in Path(f"/proc/{entry}/cmdline").read_bytes():
+                left.append(int(entry))
+        except OSError:
+            pass
+    return left
+
+
+def test_the_corpus_is_complete():
+    cases = {p.name.split(".")[0] for p in CORPUS.glob("*.py")}
+    assert cases == set(EXPECTED) and len(cases) >= 20
+
+
+@pytest.mark.parametrize("case", sorted(EXPECTED))
+def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
+    if case in ISOLATION_CASES and MODE == "process":
+        pytest.skip("needs namespaces or uid separation (run as root, or allow user namespaces)")
+    (case_file,) = CORPUS.glob(f"{case}.*.py")
+    stem = case_file.name.split(".")[1]
+    before = kit_fingerprint()
+    listener = Listener() if case == "network" else None
+    try:
+        proc = grade(submission_with(tmp_path, case_file), tmp_path / "results.json")
+    finally:
+        if listener:
+            listener.close()
+    assert proc.returncode == 0, proc.output
+    results = json.loads((tmp_path / "results.json").read_text())
+    steps = results["extra_data"]["steps"]
+    score, phrase = EXPECTED[case]
+    assert steps[stem]["score"] == score, [t["output"][:300] for t in results["tests"] if t["status"] == "failed"]
+    assert all(s["score"] == 10 for k, s in steps.items() if k != stem), "other steps graded normally"
+    if phrase:
+        failed = [t["output"] for t in results["tests"] if f"step:{stem}" in t["tags"] and t["status"] == "failed"]
+        assert phrase in failed[0]
+    assert (tmp_path / "results.json").stat().st_size < 64_000, "results stay small"
+    text = (tmp_path / "results.json").read_text()
+    assert "BEGIN SOLUTION" not in text and "test_04_softmax" not in text and "solutions/" not in text
+    assert kit_fingerprint() == before, "no file of the kit changed"
+    assert live_child_processes(proc.pid) == [], "no process left behind"
+    if listener:
+        assert listener.accepted == 0, "the child reached the network"
+
+
+@NEEDS_ISOLATION
+def test_printing_without_end_is_cut_to_an_excerpt(tmp_path):
+    proc = grade(submission_with(tmp_path, CORPUS / "print_flood.04_softmax.py"), tmp_path / "r.json")
+    assert proc.returncode == 0
+    printed = json.loads((tmp_path / "r.json").read_text())["extra_data"]["steps"]["04_softmax"]["printed"]
+    assert printed.startswith("spam spam") and "more characters" in printed and len(printed) < 2200
+
+
+def test_a_batch_mixing_hostile_and_honest_grades_the_honest_exactly_as_alone(tmp_path):
+    """One grader process grades an honest submission, then hostile ones, then the honest again."""
+    honest = ROOT / "samples" / "unusual_style"
+    hostile = []
+    for case in ("fork_bomb", "daemon", "memory_hog", "os_exit_in_call", "print_flood", "signal_grader"):
+        (case_file,) = CORPUS.glob(f"{case}.*.py")
+        folder = tmp_path / case
+        folder.mkdir()
+        hostile.append(submission_with(folder, case_file))
+    script = ("import json, sys\nfrom autograder import grading, report\nfrom autograder.sandbox import Limits\n"
+              "out = []\nfor sub in sys.argv[1:]:\n"
+              "    r = grading.grade(sub, Limits(call_seconds=2, memory_bytes=1 << 30), "
+              f"{STEPS!r})\n"
+              "    out.append(report.gradescope(r))\nprint(json.dumps(out))\n")
+    subs = [honest] + hostile + [honest]
+    proc = subprocess.Popen([sys.executable, "-c", script] + [str(s) for s in subs], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    graded = json.loads(out)
+    first, last = graded[0], graded[-1]
+    assert first["score"] == last["score"] == 50
+    strip = [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in first["tests"]]
+    assert strip == [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in last["tests"]]
+    assert live_child_processes(proc.pid) == []
