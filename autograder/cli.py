@@ -1,4 +1,5 @@
-"""Command line: `python -m autograder grade SUBMISSION [--results FILE]`."""
+"""Command line: `python -m autograder grade SUBMISSION [--results FILE] [--format F --out FILE]`,
+`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`."""
 import argparse
 import sys
 
@@ -23,9 +24,22 @@ def main(argv=None):
     g.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
                    help="how student code is walled off (default: the strongest available)")
     g.add_argument("--quiet", action="store_true", help="print the table only, without check messages")
+    g.add_argument("--format", choices=FORMATS, default="table",
+                   help="what to write besides results.json: the terminal table (default), JUnit XML, "
+                        "GitHub Actions' summary + annotations + Classroom outputs, or the Classroom "
+                        "reporter's base64 result")
+    g.add_argument("--out", help="file for --format's output (default: stdout; for github, "
+                                 "$GITHUB_STEP_SUMMARY); the table then still goes to stdout")
     b = sub.add_parser("build", help="regenerate solutions/ and assignments/ from source/ (nbgrader)")
     b.add_argument("--check", action="store_true",
                    help="regenerate into a temporary folder and fail if the committed copies differ")
+    z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip (setup.sh, run_autograder, the kit)")
+    z.add_argument("out", help="the zip to write, e.g. attention-kit-gradescope.zip")
+    x = sub.add_parser("nbgrader-crosscheck",
+                       help="regrade nbgrader's autograded submissions standalone; list notebooks whose scores differ")
+    x.add_argument("--course", default=".", help="the nbgrader course folder (default: here)")
+    x.add_argument("--db", help="nbgrader's gradebook URL (default: sqlite:///COURSE/gradebook.db)")
+    x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
     args = parser.parse_args(argv)
 
     if args.command == "build":
@@ -46,7 +60,52 @@ def main(argv=None):
                         memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation)
         result = grading.grade(args.submission, limits, steps)
         report.write_results(result, args.results)
-        print(report.table(result, details=not args.quiet))
-        print(f"\nresults written to {args.results}")
+        emit(args, result)
         return 0
+
+    if args.command == "gradescope-zip":
+        from . import gradescope
+        names = gradescope.build_zip(args.out)
+        print(f"wrote {args.out} ({len(names)} files): upload it as the assignment's autograder on Gradescope")
+        return 0
+
+    if args.command == "nbgrader-crosscheck":
+        from . import crosscheck
+        return crosscheck.print_rows(crosscheck.crosscheck(args.course, args.db, args.student))
     return 2
+
+
+# ------------------------------------------------------------------ grade --format
+FORMATS = ("table", "junit", "github", "classroom")
+
+
+def emit(args, result):
+    """Write --format's output to --out or stdout; the table goes to stdout unless stdout is
+    taken by the format's own output (so that output can be piped)."""
+    table = report.table(result, details=not args.quiet)
+    if args.format == "github":
+        from pathlib import Path
+        from . import github
+        root = Path(args.submission)
+        paths = ({stem: p.relative_to(root).as_posix() for stem, p in grading.find_step_files(root).items()}
+                 if root.is_dir() else {})
+        print(table)
+        print(github.write_github(result, paths, args.out))
+        return
+    if args.format == "table":
+        text = table
+    elif args.format == "junit":
+        from . import junit
+        text = junit.junit_xml(result)
+    else:
+        from . import github
+        text = github.classroom_base64(result)
+    if args.out is None:
+        print(text)
+        if args.format == "table":
+            print(f"\nresults written to {args.results}")
+        return
+    with open(args.out, "w", encoding="utf-8") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    print(table)
+    print(f"\nresults written to {args.results}; {args.format} to {args.out}")

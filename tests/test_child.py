@@ -99,7 +99,7 @@ def test_the_child_cannot_import_the_grader_or_the_references(tmp_path):
     s.close()
 
 
-def test_the_child_runs_in_its_own_scratch_folder_and_process_group(tmp_path):
+def test_the_child_runs_in_its_own_scratch_folder_and_session(tmp_path):
     code = "import os\ndef softmax(x, axis=-1):\n    return x * 0 + [os.getpid(), os.getpgid(0), len(os.getcwd())]\n"
     s = session(tmp_path, code)
     pid, pgid, _ = call(s, np.zeros(3)).array
@@ -107,3 +107,24 @@ def test_the_child_runs_in_its_own_scratch_folder_and_process_group(tmp_path):
     scratch = s.child.scratch
     s.close()
     assert not os.path.exists(scratch)            # cleaned up
+
+
+def test_the_isolation_applied_is_recorded(tmp_path):
+    from conftest import ROOT, run_grader
+    from autograder import isolation
+    code, out, results = run_grader(ROOT / "samples/lesson/04_softmax.py", tmp_path)
+    info = results["extra_data"]["isolation"]
+    assert info["mode"] == isolation.choose_mode()
+    assert info["memory_limit_bytes"] == 4 << 30 and info["max_processes"] == 64
+    if info["mode"] != "process":
+        assert {"mount", "network"} <= set(info["namespaces"]) and info["network"] == "none"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="forcing each level needs root here")
+@pytest.mark.parametrize("level", ["uid", "userns", "process"])
+def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
+    from conftest import ROOT, run_grader
+    code, out, results = run_grader(ROOT / "samples/unusual_style", tmp_path, "--isolation", level,
+                                    "--steps", "04_softmax,07_full_module")
+    assert code == 0, out
+    assert results["score"] == 20 and results["extra_data"]["isolation"]["mode"] == level

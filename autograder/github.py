@@ -1,0 +1,139 @@
+"""GitHub Actions and GitHub Classroom: `grade --format github` (and `--format classroom`).
+
+In a workflow step, `--format github` does everything GitHub reads, so the workflow needs no
+glue of its own:
+  - the per-step table (Markdown) is appended to the job summary, $GITHUB_STEP_SUMMARY;
+  - each failing step becomes an `::error file=...,title=...::message` annotation (stdout);
+  - `result` (the GitHub Classroom grading reporter's format, base64 JSON), `score` and
+    `max_score` are appended to the step's outputs, $GITHUB_OUTPUT.
+The reporter (classroom-resources/autograding-grading-reporter) decodes each runner's
+`<ID>_RESULTS` variable as base64 JSON {version, status, max_score, tests: [{name, status,
+score, message, ...}]}, adds up the tests' scores and posts "Points score/max_score" to Classroom.
+"""
+import base64
+import json
+import os
+import re
+
+MAX_MESSAGE = 1000        # characters of one check's message in an annotation or a Classroom test
+
+
+def _clip(text, limit=MAX_MESSAGE):
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def _fmt(x):
+    return f"{x:g}"
+
+
+# ------------------------------------------------------------------ GitHub Classroom
+def classroom_result(report):
+    """The grading reporter's JSON: one test per check, points as each check's score."""
+    tests = [{"name": f"{c.number} {s.step.title}: {c.name}",
+              "status": "pass" if c.status == "passed" else "fail",
+              "score": c.score, "message": "" if c.status == "passed" else _clip(c.output),
+              "test_code": "", "filename": s.file or "", "line_no": 0, "duration": 0}
+             for s in report.steps for c in s.checks]
+    status = ("error" if report.internal_errors else
+              "pass" if all(t["status"] == "pass" for t in tests) else "fail")
+    return {"version": 1, "status": status, "max_score": report.max_score, "tests": tests}
+
+
+def classroom_base64(report):
+    return base64.b64encode(json.dumps(classroom_result(report)).encode()).decode("ascii")
+
+
+# ------------------------------------------------------------------ job summary
+def _cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _fenced(text):
+    """`text` in a code block whose fence no run of backticks inside it can close."""
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def summary_markdown(report):
+    """The per-step table, then each failing check's message, in GitHub-flavoured Markdown."""
+    lines = [f"## attention-kit: {_fmt(report.score)}/{_fmt(report.max_score)}", "",
+             "| Step | File | Score | Checks |", "|---|---|---:|---|"]
+    for s in report.steps:
+        failed = sum(c.status != "passed" for c in s.checks)
+        checks = (f"✅ all {len(s.checks)} passed" if not failed
+                  else f"❌ {failed} of {len(s.checks)} failed")
+        file = f"`{s.file}`" if s.file else "(missing)"
+        lines.append(f"| {s.step.number}. {_cell(s.step.title)} | {file} | "
+                     f"{_fmt(s.score)}/{_fmt(s.max_score)} | {checks} |")
+    lines.append(f"| | **Total** | **{_fmt(report.score)}/{_fmt(report.max_score)}** | |")
+    for s in report.steps:
+        failed = [c for c in s.checks if c.status != "passed"]
+        if failed:
+            lines += ["", f"### Step {s.step.number}: {s.step.title} ({_fmt(s.score)}/{_fmt(s.max_score)})"]
+        for c in failed:
+            names = "".join(f" `misconception:{m}`" for m in c.misconceptions)
+            lines += ["", "<details>",
+                      f"<summary>{c.number} {_html(c.name)} ({_fmt(c.score)}/{_fmt(c.max_score)}){names}</summary>",
+                      "", _fenced(c.output), "", "</details>"]
+    skipped = [(n, name, reason) for s in report.steps for n, name, reason in s.skipped]
+    if skipped:
+        lines += ["", "Skipped (no points): " + "; ".join(f"{n} ({reason})" for n, _, reason in skipped)]
+    return "\n".join(lines) + "\n"
+
+
+def _html(text):
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# ------------------------------------------------------------------ annotations
+def _escape_data(text):
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text):
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotations(report, paths=None):
+    """One `::error` workflow command per step that lost points; `paths` maps a step's stem
+    to its file's path relative to the repository root (else the file name is used)."""
+    paths = paths or {}
+    out = []
+    for s in report.steps:
+        failed = [c for c in s.checks if c.status != "passed"]
+        if not failed:
+            continue
+        title = f"Step {s.step.number} ({_fmt(s.score)}/{_fmt(s.max_score)}): {s.step.title}"
+        if s.file is None:
+            message = failed[0].output
+        else:
+            lines, seen = [], {}
+            for c in failed:      # one broken function fails many checks with the same words
+                first = c.output.strip().splitlines()[0] if c.output.strip() else "failed"
+                lines.append(f"{c.number} {c.name}: "
+                             + (f"same as {seen[first]}" if first in seen else _clip(first, 300)))
+                seen.setdefault(first, c.number)
+            message = "\n".join(lines)
+        where = paths.get(s.step.stem) or s.file
+        props = (f"file={_escape_property(str(where))}," if where else "") + f"title={_escape_property(title)}"
+        out.append(f"::error {props}::{_escape_data(_clip(message, 4000))}")
+    return out
+
+
+# ------------------------------------------------------------------ writing GitHub's files
+def write_github(report, paths=None, summary_path=None, env=os.environ):
+    """Annotations on stdout; the summary to `summary_path`, else $GITHUB_STEP_SUMMARY, else
+    stdout; the outputs to $GITHUB_OUTPUT when set. Returns the text meant for stdout."""
+    printed = annotations(report, paths)
+    summary_path = summary_path or env.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as f:
+            f.write(summary_markdown(report))
+    else:
+        printed.append(summary_markdown(report))
+    if env.get("GITHUB_OUTPUT"):
+        with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as f:
+            f.write(f"result={classroom_base64(report)}\n"
+                    f"score={_fmt(report.score)}\nmax_score={_fmt(report.max_score)}\n")
+    return "\n".join(printed)

@@ -1,0 +1,200 @@
+"""The repo as an nbgrader course, through nbgrader's own command line, in a temporary copy:
+release, autograde three students, export grades, generate feedback. nbgrader must record the
+standalone grader's scores, partial and zero credit included, and its feedback must carry the
+grader's messages without the hidden-test cells' source or the references."""
+import ast
+import csv
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import contract, release
+from conftest import ROOT
+
+ASSIGNMENT = contract.ASSIGNMENT
+BIN = Path(sys.executable).parent           # nbgrader runs `alembic` from here
+LESSON = ROOT / "samples" / "lesson"
+
+# Who submits what. alice: every step solved (released notebooks, solutions filled in).
+# bob: step 1 left a stub, steps 2 and 5 with the lesson's code (partial credit), 3/4/6/7 missing.
+# mallory: step 4 a stub whose cell replaces grade_step in the kernel, so nbgrader records full
+# marks; only the standalone grader (and nbgrader-crosscheck) can tell.
+TAMPER = ("\nimport autograder.notebook as _hook\n"
+          "_hook.grade_step = lambda *args, **kwargs: 10.0\n")
+
+
+def lesson_function(stem, name):
+    """The source of function `name` in the lesson's code for `stem`."""
+    text = (LESSON / f"{stem}.py").read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)
+
+
+def master_solution(cell):
+    return "\n".join(ln for ln in cell.source.split("\n") if release.BEGIN not in ln and release.END not in ln)
+
+
+def student_notebook(course, stem, replace=None, fill=True):
+    """The released notebook of `stem`, its solution cells filled with the master's solutions
+    (or left as stubs when fill is False), except those named in `replace` (grade_id -> code)."""
+    master = nbformat.read(str(course / "source" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+    solutions = {c.metadata.nbgrader.grade_id: c for c in master.cells if release.is_solution_cell(c)}
+    nb = nbformat.read(str(course / "assignments" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+    for cell in nb.cells:
+        if release.is_solution_cell(cell):
+            gid = cell.metadata.nbgrader.grade_id
+            if replace and gid in replace:
+                cell.source = replace[gid]
+            elif fill:
+                cell.source = master_solution(solutions[gid])
+    return nb
+
+
+def nbgrader(course, db, *args):
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.db_url={db}", "--log-level=WARN"],
+                          cwd=course, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"nbgrader {args[0]} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """A graded course: generate, submit, autograde, export, feedback; plus standalone results."""
+    tmp = tmp_path_factory.mktemp("course")
+    course = tmp / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "source", course / "source")
+    db = f"sqlite:///{tmp / 'gradebook.db'}"
+    nbgrader(course, db, "generate_assignment", ASSIGNMENT)
+
+    submissions = {
+        "alice": {s.stem: student_notebook(course, s.stem) for s in contract.STEPS},
+        "bob": {
+            "01_projection": student_notebook(course, "01_projection", fill=False),
+            "02_scores": student_notebook(course, "02_scores", {
+                "step02_attention_scores": lesson_function("02_scores", "attention_scores")}),
+            "05_weighted_sum": student_notebook(course, "05_weighted_sum", {
+                "step05_self_attention": lesson_function("05_weighted_sum", "self_attention")}),
+        },
+        "mallory": {"04_softmax": student_notebook(course, "04_softmax", fill=False)},
+    }
+    cell = next(c for c in submissions["mallory"]["04_softmax"].cells if release.is_solution_cell(c))
+    cell.source += TAMPER
+    for student, notebooks in submissions.items():
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        for stem, nb in notebooks.items():
+            nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+
+    # the standalone grader on the same submissions, meanwhile (grading is mostly waiting)
+    graders = {student: subprocess.Popen(
+        [sys.executable, "-m", "autograder", "grade", str(course / "submitted" / student / ASSIGNMENT),
+         "--results", str(tmp / f"{student}.json"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for student in submissions}
+    nbgrader(course, db, "autograde", ASSIGNMENT)
+    nbgrader(course, db, "export")
+    nbgrader(course, db, "generate_feedback", ASSIGNMENT)
+    standalone = {}
+    for student, proc in graders.items():
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, out
+        results = json.loads((tmp / f"{student}.json").read_text())
+        standalone[student] = {stem: s["score"] for stem, s in results["extra_data"]["steps"].items()}
+    return {"dir": course, "db": db, "submissions": submissions, "standalone": standalone}
+
+
+def recorded(course):
+    """{student: {notebook: score}} from nbgrader's gradebook."""
+    from autograder.crosscheck import nbgrader_scores
+    return nbgrader_scores(course["db"])
+
+
+def hidden_cell(course, student, stem):
+    nb = nbformat.read(str(course["dir"] / "autograded" / student / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return cell
+
+
+def feedback_text(course, student, stem):
+    """The feedback page's text as a reader sees it (tags dropped: code is split into spans)."""
+    page = (course["dir"] / "feedback" / student / ASSIGNMENT / f"{stem}.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def test_nbgrader_records_the_standalone_graders_scores(course):
+    scores = recorded(course)
+    for student in ("alice", "bob"):
+        for step in contract.STEPS:
+            assert scores[student][step.stem] == course["standalone"][student][step.stem], (student, step.stem)
+    assert sum(scores["alice"].values()) == 70
+
+
+def test_partial_credit_and_zero_are_recorded_as_such(course):
+    scores = recorded(course)["bob"]
+    assert scores["01_projection"] == 0                      # a stub: 0, not the cell's 10 points
+    assert hidden_cell(course, "bob", "01_projection").outputs[-1].data["text/plain"] == "0.0"
+    for stem in ("02_scores", "05_weighted_sum"):
+        assert 0 < scores[stem] < 10, (stem, scores[stem])
+    for stem in ("03_scaling", "04_softmax", "06_multi_head", "07_full_module"):
+        assert scores[stem] == 0                             # not submitted
+
+
+def test_hidden_cells_print_to_stdout_only_and_end_with_the_points(course):
+    for student, notebooks in course["submissions"].items():
+        if student == "mallory":
+            continue
+        for stem in notebooks:
+            outputs = hidden_cell(course, student, stem).outputs
+            kinds = [(o.output_type, o.get("name")) for o in outputs]
+            assert kinds == [("stream", "stdout"), ("execute_result", None)], (student, stem, kinds)
+            assert float(outputs[-1].data["text/plain"]) == course["standalone"][student][stem]
+
+
+def test_exported_csv_has_each_students_total(course):
+    with open(course["dir"] / "grades.csv", newline="") as f:
+        rows = {r["student_id"]: r for r in csv.DictReader(f)}
+    for student in ("alice", "bob"):
+        assert float(rows[student]["score"]) == sum(course["standalone"][student].values())
+        assert float(rows[student]["max_score"]) == 70
+
+
+def test_feedback_has_the_messages_and_no_hidden_code_or_references(course):
+    secrets = ["grade_step(", "autograder.notebook", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"]
+    for student in ("alice", "bob"):              # mallory's own code names autograder.notebook
+        for stem in course["submissions"][student]:
+            text = feedback_text(course, student, stem)
+            for secret in secrets:
+                assert secret not in text, (student, stem, secret)
+    bob = feedback_text(course, "bob", "05_weighted_sum")
+    assert "Step 5: " in bob and "[FAIL] 5." in bob
+    # the master's self_attention body, where it is not also in the released notebook
+    master = nbformat.read(str(ROOT / "source" / ASSIGNMENT / "05_weighted_sum.ipynb"), as_version=4)
+    released = "\n".join(c.source for c in student_notebook(course["dir"], "05_weighted_sum", fill=False).cells)
+    (solution,) = [c for c in master.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "step05_self_attention"]
+    lines = [ln.split("#")[0].strip() for ln in master_solution(solution).split("\n")]
+    private = [ln for ln in lines if len(ln) > 12 and ln not in released]
+    assert private, "the check needs reference lines to look for"
+    for line in private:
+        assert line not in bob
+    stub = feedback_text(course, "bob", "01_projection")
+    assert "still a stub" in stub and "Step 1: 0/10" in stub
+
+
+def test_crosscheck_flags_the_notebook_whose_kernel_changed_the_score(course):
+    assert recorded(course)["mallory"]["04_softmax"] == 10    # what nbgrader's kernel reported
+    proc = subprocess.run([sys.executable, "-m", "autograder", "nbgrader-crosscheck", "--course",
+                           str(course["dir"]), "--db", course["db"], "--student", "mallory"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    flagged = [ln.split()[:2] for ln in proc.stdout.splitlines() if "<-- differs" in ln]
+    assert flagged == [["mallory", "04_softmax"]], proc.stdout
