@@ -7,7 +7,6 @@ import re
 import subprocess
 import sys
 
-import pytest
 from junitparser import Failure, JUnitXml, Skipped
 
 from autograder import contract, github, junit

@@ -79,5 +79,5 @@ def test_symmetric_with_itself(student):
     got, what, _ = _scores(student, Q, Q)
     s = got.array
     if not np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-10, atol=1e-12):
-        raise CheckFailed(f"attention_scores(Q, Q) should be symmetric in its last two axes; it is not. "
+        raise CheckFailed("attention_scores(Q, Q) should be symmetric in its last two axes; it is not. "
                           "Each entry must be the dot product of one query with one key.")

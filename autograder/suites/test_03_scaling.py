@@ -1,5 +1,4 @@
 """Hidden suite, step 3: scale_scores(scores, d_k) -> scores / sqrt(d_k). 10 points."""
-import numpy as np
 
 from autograder import variants
 from autograder.checks import CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape

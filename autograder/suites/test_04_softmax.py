@@ -87,7 +87,7 @@ def test_properties(student):
                           ["softmax-wrong-axis"] if np.allclose(p.sum(axis=0), 1) or np.allclose(p.sum(axis=1), 1) else [])
     shifted, _ = _softmax(student, x + 10.0)
     if not np.allclose(shifted.array, p, rtol=1e-9, atol=1e-12):
-        raise CheckFailed(f"softmax(x + 10) should equal softmax(x): adding the same number to every "
+        raise CheckFailed("softmax(x + 10) should equal softmax(x): adding the same number to every "
                           "entry of a row cannot change the weights.")
 
 

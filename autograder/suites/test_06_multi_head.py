@@ -4,18 +4,15 @@ Shapes are chosen so that no mistake can hide: B=2, T=5, D=12, h=3, so head_dim=
 and from D. Weights are ~ N(0, 1/D), which keeps each head's scaled scores of order 1 (the
 softmax is not saturated, so every scaling mistake shows in the numbers).
 """
-import contextlib
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from autograder import misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_finite,
-                               expect_pair, expect_shape, CheckFailed)
+                               expect_pair, expect_shape, gpu_usable, CheckFailed)
 from autograder.inputs import randn, rounded
-from autograder.sandbox import StudentRaised
 from autograder.tolerances import tolerance
 from solutions import step06_multi_head as ref
 
@@ -220,21 +217,6 @@ def test_large_inputs_float32(student):
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
-@contextlib.contextmanager
-def _gpu_usable():
-    """Skip (not fail) a device check when CUDA itself cannot start in the student's process:
-    the grader saw a GPU, but the sandbox kept it from the child. That is no fault of the code."""
-    try:
-        yield
-    except StudentRaised as exc:
-        message = str(exc.error.get("message", ""))
-        if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
-                                            "No CUDA GPUs are available")):
-            pytest.skip("a GPU is present, but CUDA could not start in the isolated process that runs "
-                        f"the submission ({message.splitlines()[0][:200]})")
-        raise
-
-
 def _on_gpu(student, cuda, request, dtype, key):
     x, Ws = _inputs(key)
     pairs = [rounded(a, dtype) for a in [x] + Ws]
@@ -253,7 +235,7 @@ def _on_gpu(student, cuda, request, dtype, key):
 @check("6.8", points=0, kind="device")
 def test_cuda_float32(student, cuda, request):
     """On CUDA, float32: results stay on the GPU in float32 and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         gpu, low, exact = _on_gpu(student, cuda, request, "float32", "6.8")
         got, what = _split(gpu, low[0], H, device=cuda)
         expect_dtype(request, got, "float32", what + f" on {cuda}", "torch")
@@ -267,12 +249,12 @@ def test_cuda_float32(student, cuda, request):
 @check("6.9", points=0, kind="device")
 def test_cuda_float16(student, cuda, request):
     """On CUDA, float16: results stay float16 on the GPU and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         _on_gpu(student, cuda, request, "float16", "6.9")
 
 
 @check("6.10", points=0, kind="device")
 def test_cuda_bfloat16(student, cuda, request):
     """On CUDA, bfloat16: results stay bfloat16 on the GPU and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         _on_gpu(student, cuda, request, "bfloat16", "6.10")

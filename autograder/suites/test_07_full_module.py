@@ -9,18 +9,15 @@ Parameters are sent as values exactly representable in float32 (or float16 / bfl
 checks): the child copies them into the module's own (float32) parameters before converting the
 module to the check's dtype, so the reference uses exactly the values the module holds.
 """
-import contextlib
 import math
 
 import numpy as np
-import pytest
 import torch
 
 from autograder import misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_pair,
-                               expect_shape, CheckFailed)
+                               expect_shape, gpu_usable, CheckFailed)
 from autograder.inputs import randn, rounded
-from autograder.sandbox import StudentRaised
 from autograder.tolerances import tolerance
 from solutions import step07_full_module as ref
 
@@ -281,25 +278,10 @@ def test_properties(student):
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
-@contextlib.contextmanager
-def _gpu_usable():
-    """Skip (not fail) a device check when CUDA itself cannot start in the student's process:
-    the grader saw a GPU, but the sandbox kept it from the child. That is no fault of the code."""
-    try:
-        yield
-    except StudentRaised as exc:
-        message = str(exc.error.get("message", ""))
-        if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
-                                            "No CUDA GPUs are available")):
-            pytest.skip("a GPU is present, but CUDA could not start in the isolated process that runs "
-                        f"the submission ({message.splitlines()[0][:200]})")
-        raise
-
-
 @check("7.9", points=0, kind="device")
 def test_cuda_float32(student, cuda, request):
     """On CUDA, float32: both modules run on the GPU, keep float32 and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.9", "float32", device=cuda)
 
@@ -307,7 +289,7 @@ def test_cuda_float32(student, cuda, request):
 @check("7.10", points=0, kind="device")
 def test_cuda_float16(student, cuda, request):
     """On CUDA, float16: both modules keep float16 on the GPU and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.10", "float16", device=cuda, cast="float16", with_mistakes=False)
 
@@ -315,6 +297,6 @@ def test_cuda_float16(student, cuda, request):
 @check("7.11", points=0, kind="device")
 def test_cuda_bfloat16(student, cuda, request):
     """On CUDA, bfloat16: both modules keep bfloat16 on the GPU and match the reference"""
-    with _gpu_usable():
+    with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.11", "bfloat16", device=cuda, cast="bfloat16", with_mistakes=False)
