@@ -203,7 +203,7 @@ def grade(submission, limits=None, steps=None):
 def isolation_info(limits, mode):
     """What isolation applied, for the instructor's audit (results.json extra_data)."""
     info = isolation.make_plan(mode, tempfile.gettempdir(), limits, limits.hide, uid=isolation.BASE_UID).info()
-    info.pop("hidden_paths")   # the grader's own paths are none of the student's business
+    info.pop("visible_paths")  # the grader's own paths are none of the student's business
     if mode == "uid":
         info["uid"] = "a uid of its own per child process, not the grader's (from %d up)" % isolation.BASE_UID
     if mode != "process" and isolation.gpu_present():

@@ -3,14 +3,14 @@
 Three levels, the strongest the platform allows (`choose_mode`):
 
 - "uid" (the grader runs as root: CI containers, Gradescope, Docker): the child gets new mount,
-  network and PID namespaces, sees the kit, the submissions, /root, /home and the temporary
-  folders only as empty read-only tmpfs (its own scratch folder and the Python it needs are
-  bound back), and runs under a uid of its own, so it can neither read the kit's files nor
+  network and PID namespaces and a root file system of its own that holds only what running
+  Python needs (/usr, /etc, /dev, /proc, /sys, the Python prefix and the venv, read-only) and
+  its scratch folder: no kit, no other submission, no home folder, wherever they are on the
+  machine. It runs under a uid of its own, so it can neither read the grader's files nor
   signal the grader, and every process it starts can be found and killed by that uid.
-- "userns" (not root, user namespaces allowed): the same namespaces inside a user namespace,
-  with the Python bound back read-only; same uid as the grader, so the grader makes itself
-  non-dumpable (its memory and /proc entries become unreadable to the child) and the PID
-  namespace keeps the child from naming the grader's pid.
+- "userns" (not root, user namespaces allowed): the same view inside a user namespace; same
+  uid as the grader, so the grader makes itself non-dumpable (its memory and /proc entries
+  become unreadable to the child) and the PID namespace keeps the child from naming its pid.
 - "process" (neither): a separate process in its own session with resource limits only.
 
 All levels get: RLIMIT_DATA (memory), RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE, no core files.
@@ -60,15 +60,21 @@ class Plan:
     file_bytes: int
     uid: int = None                        # "uid" mode only
     pid_namespace: bool = True             # off for torch steps on a GPU machine: CUDA does not start in one
-    hide: list = field(default_factory=list)       # folders replaced by an empty tmpfs
-    keep: list = field(default_factory=list)       # folders under a hidden one, bound back read-only
+    visible: list = field(default_factory=list)    # what the child's root file system holds
+    hide: list = field(default_factory=list)       # covered even when under a visible folder
+
+    @property
+    def root(self):
+        """Mount point of the child's new root: a root-owned folder inside its scratch folder."""
+        return os.path.join(self.scratch, ".attention-kit-root")
 
     def info(self):
         """For results.json extra_data: what isolation applied."""
         return {"mode": self.mode, "uid": self.uid if self.mode == "uid" else "same as grader",
                 "namespaces": (["mount", "network"] + (["pid"] if self.pid_namespace else [])
                                + (["user"] if self.mode == "userns" else [])) if self.mode != "process" else [],
-                "hidden_paths": self.hide, "network": "none" if self.mode != "process" else "not isolated",
+                "visible_paths": self.visible if self.mode != "process" else "all",
+                "network": "none" if self.mode != "process" else "not isolated",
                 "memory_limit_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds,
                 "max_processes": self.max_processes, "max_file_bytes": self.file_bytes}
 
@@ -119,21 +125,22 @@ def gpu_present():
     return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
 
 
+# what running Python needs from the system, bound read-only into the child's root
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
+
+
 def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True):
-    """Decide what to hide for a child whose scratch folder is `scratch`."""
+    """What a child whose scratch folder is `scratch` may see, and its limits."""
     scratch = os.path.realpath(scratch)
-    keep = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix}] + [scratch]
-    hide = [str(KIT_ROOT), "/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
-    hide += [os.path.realpath(p) for p in hide_extra]
-    hide = [h for h in dict.fromkeys(hide) if os.path.isdir(h) and not os.path.islink(h)]
-    # a folder that holds the Python or the scratch folder itself cannot be hidden whole;
-    # it is hidden with those bound back (see plan_namespaces)
+    pythons = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}, key=len)
+    visible = [p for p in SYSTEM_PATHS if os.path.lexists(p)] + pythons + [scratch]
     nproc = limits.max_processes
     if mode == "userns":   # RLIMIT_NPROC counts all of this user's processes: leave room for them
         nproc += _count_processes(os.getuid())
     return Plan(mode, scratch, limits.memory_bytes, limits.cpu_seconds, nproc, limits.file_bytes,
                 uid=(uid or next_uid()) if mode == "uid" else None,
-                pid_namespace=pid_namespace and mode != "process", hide=hide, keep=keep)
+                pid_namespace=pid_namespace and mode != "process", visible=visible,
+                hide=[os.path.realpath(p) for p in hide_extra])
 
 
 def _count_processes(uid):
@@ -148,13 +155,16 @@ def _count_processes(uid):
 
 
 def prepare_scratch(plan):
-    """Give the child uid its scratch folder (and nothing else)."""
+    """Give the child uid its scratch folder (and nothing else); make the new root's mount point."""
+    if plan.mode == "process":
+        return
     if plan.mode == "uid":
         for root, dirs, files in os.walk(plan.scratch):
             for name in dirs + files:
                 os.chown(os.path.join(root, name), plan.uid, plan.uid)
         os.chown(plan.scratch, plan.uid, plan.uid)
         os.chmod(plan.scratch, 0o700)
+    os.mkdir(plan.root, 0o755)        # stays the grader's: the child cannot write there
 
 
 # ------------------------------------------------------------------ in the child, before exec
@@ -172,20 +182,35 @@ def plan_namespaces(plan):
     else:
         _check(_libc.unshare(flags), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    done = []
-    for hidden in sorted(plan.hide, key=len):
-        if any(hidden == d or hidden.startswith(d + "/") for d in done):
-            continue                                   # already under a hidden folder
-        inside = [k for k in plan.keep if k.startswith(hidden + "/") or k == hidden]
-        handles = [(k, os.open(k, os.O_PATH)) for k in inside]   # reach them after covering
-        _mount("tmpfs", hidden, "tmpfs", MS_NOSUID | MS_NODEV, "size=64k,mode=755")
-        for path, fd in handles:
-            os.makedirs(path, exist_ok=True)
-            _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-            if path != plan.scratch:                   # the Python: read-only
-                _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-            os.close(fd)
-        done.append(hidden)
+    build_root(plan)
+
+
+def build_root(plan):
+    """A fresh root file system holding only plan.visible, then chroot into it."""
+    root = plan.root
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    for path in plan.visible:
+        inside = root + path
+        if os.path.islink(path):                  # e.g. /lib -> usr/lib on merged-/usr systems
+            os.makedirs(os.path.dirname(inside), exist_ok=True)
+            if not os.path.lexists(inside):
+                os.symlink(os.readlink(path), inside)
+            continue
+        os.makedirs(inside, exist_ok=True)
+        if path == plan.scratch:                  # writable, and not recursive: the new root
+            _mount(path, inside, None, MS_BIND)   # mounted inside it must not appear there
+            continue
+        _mount(path, inside, None, MS_BIND | MS_REC)
+        if path == "/dev":                        # device nodes must keep working (/dev/urandom)
+            _mount("tmpfs", inside + "/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+            continue                              # a private /dev/shm, not the machine's
+        _mount(None, inside, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    for path in plan.hide:                        # e.g. a submission folder under /usr
+        if os.path.isdir(root + path):
+            _mount("tmpfs", root + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+    os.makedirs(root + "/tmp", exist_ok=True)     # exists, empty, not writable: TMPDIR is the scratch folder
+    os.chroot(root)
+    os.chdir(plan.scratch)
 
 
 def apply(plan):

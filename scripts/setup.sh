@@ -8,7 +8,7 @@ TORCH_VERSION=2.13.0
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
-pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
+pip() { .venv/bin/python -m pip --disable-pip-version-check -qq "$@"; }
 
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     # Prefer a CPU build: a local wheel where pip is configured with one (find-links),

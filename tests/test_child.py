@@ -128,3 +128,20 @@ def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
                                     "--steps", "04_softmax,07_full_module")
     assert code == 0, out
     assert results["score"] == 20 and results["extra_data"]["isolation"]["mode"] == level
+
+
+@pytest.mark.skipif(__import__("autograder.isolation", fromlist=["x"]).choose_mode() == "process",
+                    reason="no namespaces here (run as root, or allow user namespaces)")
+def test_the_child_sees_no_copy_of_the_kit_anywhere(tmp_path):
+    """Not just this checkout's folders: nothing outside the system's, Python's and its own."""
+    from conftest import ROOT
+    kit = [str(ROOT / name) for name in ("autograder", "solutions", "source", "tests", "samples")]
+    code = ("import os\ndef softmax(x, axis=-1):\n"
+            f"    seen = sum(os.path.exists(p) for p in {kit!r} + ['/home', '/work/main/solutions'])\n"
+            "    others = [n for n in os.listdir('/tmp') if not os.getcwd().endswith(n)]\n"
+            "    return x * 0 + seen + len(others)\n")
+    s = session(tmp_path, code)
+    try:
+        assert call(s, np.zeros(2)).array.tolist() == [0, 0]
+    finally:
+        s.close()
