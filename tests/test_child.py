@@ -135,10 +135,13 @@ def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
 def test_the_child_sees_no_copy_of_the_kit_anywhere(tmp_path):
     """Not just this checkout's folders: nothing outside the system's, Python's and its own."""
     from conftest import ROOT
+    import sys
     kit = [str(ROOT / name) for name in ("autograder", "solutions", "source", "tests", "samples")]
+    # in /tmp the child may see its own folder and the way to the Python (a clone's .venv there)
+    python_dirs = [p.split("/")[2] for p in (sys.prefix, sys.base_prefix) if p.startswith("/tmp/")]
     code = ("import os\ndef softmax(x, axis=-1):\n"
             f"    seen = sum(os.path.exists(p) for p in {kit!r} + ['/home', '/work/main/solutions'])\n"
-            "    others = [n for n in os.listdir('/tmp') if not os.getcwd().endswith(n)]\n"
+            f"    others = [n for n in os.listdir('/tmp') if not os.getcwd().endswith(n) and n not in {python_dirs!r}]\n"
             "    return x * 0 + seen + len(others)\n")
     s = session(tmp_path, code)
     try:
