@@ -4,10 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 mkdir -p out/samples
-for sub in source/self_attention samples/unusual_style samples/lesson assignments/self_attention; do
-    name=$(echo "$sub" | tr '/' '_')
-    echo "================================================================ $sub"
-    .venv/bin/python -m autograder grade "$sub" --results "out/samples/$name.json" --quiet
+grade() {   # grade() SUBMISSION [--quiet]
+    echo "================================================================ $1"
+    .venv/bin/python -m autograder grade "$1" --results "out/samples/$(echo "$1" | tr '/' '_').json" "${@:2}"
     echo
-done
-echo "Full messages: .venv/bin/python -m autograder grade samples/lesson"
+}
+grade source/self_attention --quiet        # the master notebooks, solutions in place: full marks
+grade samples/unusual_style --quiet        # correct code in other idioms: full marks
+grade assignments/self_attention --quiet   # the released stubs: zero, each check says which step is a stub
+.venv/bin/python - <<'PY'
+import json
+print("first message for the stubs:", json.load(open("out/samples/assignments_self_attention.json"))["tests"][0]["output"], "\n")
+PY
+grade samples/lesson                       # the lesson's own code, with every message: its mistakes named

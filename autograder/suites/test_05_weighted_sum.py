@@ -3,8 +3,9 @@ import numpy as np
 
 from autograder import variants
 from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_pair,
-                               expect_shape)
+                               expect_shape, note)
 from autograder.inputs import randn, rounded
+from autograder.misconceptions import CATALOGUE
 from solutions import step05_weighted_sum as ref
 
 STEP = "05_weighted_sum"
@@ -108,18 +109,18 @@ def test_weights_are_distributions(student):
 
 
 @check("5.7", points=1, kind="stability")
-def test_large_inputs(student):
+def test_large_inputs(student, request):
     """Large-magnitude X (scores in the hundreds): no NaN or inf, values still right"""
     X, Ws = _inputs("5.7", scale=30.0)
     out, weights = _attend(student, X, Ws)
     if not (np.isfinite(out.array).all() and np.isfinite(weights.array).all()):
         raise CheckFailed("self_attention gave NaN or inf for large inputs. "
-                          + variants_hint(), ["softmax-unstable"])
-    exp_out, exp_w = ref.self_attention(X, *Ws)
-    expect_close(weights, exp_w, "weights", "float64", "composed")
-    expect_close(out, exp_out, "out", "float64", "composed")
-
-
-def variants_hint():
-    from autograder.misconceptions import CATALOGUE
-    return CATALOGUE["softmax-unstable"].text()
+                          + CATALOGUE["softmax-unstable"].text(), ["softmax-unstable"])
+    try:
+        _expect_attention(out, weights, X, Ws, "float64")
+    except CheckFailed as failure:
+        if not failure.misconceptions:
+            raise
+        # a mistake the numbers checks already charge for: stable is all this check asks
+        note(request, f"Stable, but the values show the mistake named in 5.4 ({', '.join(failure.misconceptions)}); "
+                      "that costs the numbers points, not these.")
