@@ -30,6 +30,8 @@ def main(argv=None):
                         "reporter's base64 result")
     g.add_argument("--out", help="file for --format's output (default: stdout; for github, "
                                  "$GITHUB_STEP_SUMMARY); the table then still goes to stdout")
+    g.add_argument("--html", metavar="DIR", help="also write a feedback page, DIR/<submission name>.html "
+                                                 "(scores, messages, attention-weight heatmaps)")
     b = sub.add_parser("build", help="regenerate solutions/ and assignments/ from source/ (nbgrader)")
     b.add_argument("--check", action="store_true",
                    help="regenerate into a temporary folder and fail if the committed copies differ")
@@ -61,6 +63,10 @@ def main(argv=None):
         result = grading.grade(args.submission, limits, steps)
         report.write_results(result, args.results)
         emit(args, result)
+        if args.html:
+            from . import html_report
+            page = html_report.write_html(result, args.submission, args.html, limits)
+            print(f"feedback page: {page}", file=sys.stderr)   # stdout may carry --format's output
         return 0
 
     if args.command == "gradescope-zip":

@@ -1,0 +1,141 @@
+"""`grade --html DIR`: the feedback page holds the scores, the messages and the heatmaps, escapes
+everything the student controls, and renders in a real headless browser (Debian's `chromium`)."""
+import re
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_grader
+
+CHROMIUM = "/usr/bin/chromium"
+HOSTILE = '''
+def softmax(x, axis=-1):
+    print("<script>alert(1)</script><img src=x onerror=alert(2)>")
+    raise ValueError("</pre><script>alert(3)</script>")
+'''
+
+
+@pytest.fixture(scope="module")
+def lesson_page(tmp_path_factory):
+    """(page text, results.json) for samples/lesson graded with --html."""
+    tmp = tmp_path_factory.mktemp("html")
+    code, out, results = run_grader(ROOT / "samples/lesson", tmp, "--html", str(tmp / "pages"), "--quiet")
+    assert code == 0, out
+    page = tmp / "pages" / "lesson.html"
+    assert page.exists(), out
+    return page, results
+
+
+@pytest.fixture(scope="module")
+def hostile_page(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hostile")
+    step = tmp / "04_softmax.py"
+    step.write_text(HOSTILE)
+    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet")
+    assert code == 0, out
+    return tmp / "pages" / "04_softmax.html", results
+
+
+def test_page_has_every_score_message_and_heatmap(lesson_page):
+    page, results = lesson_page
+    text = page.read_text()
+    assert f"Total {results['score']:g}/{results['extra_data']['max_score']:g}" in text
+    for stem, step in results["extra_data"]["steps"].items():
+        assert re.search(rf'id="step-{stem}">.*?{step["score"]:g}/{step["max_score"]:g}', text), stem
+    for t in results["tests"]:
+        assert f"<td>{t['number']}</td>" in text
+    assert "scale-multiplied</b>: you multiplied the scores by sqrt(d_k)" in text
+    # steps 04 to 07: expected, yours and the difference, each an inline SVG
+    assert text.count("<svg") == 4 * 3
+    # self-contained: no script, no external file
+    assert "<script" not in text and "src=" not in text and "<link" not in text and "http://" not in text.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_student_strings_are_escaped(hostile_page):
+    page, results = hostile_page
+    text = page.read_text()
+    assert results["score"] == 0
+    assert "<script" not in text and "<img" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text          # what it printed
+    assert "&lt;/pre&gt;&lt;script&gt;alert(3)" in text               # its exception's message
+    # its weights could not be had: the expected map alone, and why
+    assert text.count("<svg") == 1 and "could not be drawn" in text
+
+
+# ------------------------------------------------------------------ a real browser
+def _chromium(tmp_path, *args):
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", "--no-first-run",
+           f"--user-data-dir={tmp_path / 'profile'}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def _png_pixels(path):
+    """RGB(A) pixels of an 8-bit, non-interlaced PNG (what chromium writes), as a numpy array."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, channels = 8, b"", 0, 0, 0
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and body[12] == 0
+            channels = {2: 3, 6: 4}[colour]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, 1 + width * channels)
+    rows, prev = [], np.zeros(width * channels, np.int64)
+    for line in raw:
+        f, cur = line[0], line[1:].astype(np.int64)
+        if f == 0:                                   # none
+            out = cur
+        elif f == 1:                                 # sub: add the pixel to the left, a running sum
+            out = np.cumsum(cur.reshape(width, channels), axis=0).reshape(-1)
+        elif f == 2:                                 # up (nearly every row chromium writes)
+            out = cur + prev
+        else:                                        # average, Paeth: pixel by pixel (rare rows)
+            out = np.zeros_like(cur)
+            for i in range(len(cur)):
+                a = int(out[i - channels]) if i >= channels else 0
+                b, c = int(prev[i]), (int(prev[i - channels]) if i >= channels else 0)
+                if f == 3:
+                    pred = (a + b) // 2
+                else:
+                    pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                    pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+                out[i] = (cur[i] + pred) & 0xFF
+        out = out & 0xFF
+        rows.append(out)
+        prev = out
+    return np.array(rows, np.uint8).reshape(height, width, channels)
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                    reason=f"{CHROMIUM} is absent: install Debian's browser (apt-get install -y chromium)")
+def test_page_renders_in_headless_chromium(lesson_page, tmp_path):
+    page, results = lesson_page
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    html = dom.stdout
+    # the browser parsed the page: the scores and every heatmap, each with its cells
+    assert f"Total {results['score']:g}/{results['extra_data']['max_score']:g}" in html
+    svgs = re.findall(r"<svg.*?</svg>", html, re.S)
+    assert len(svgs) == 12 and all(s.count("<rect") >= 25 for s in svgs)
+    # and drew them: the cells' own colours fill whole cells (25 x 25 pixels) on the screenshot,
+    # in the weight maps and in the difference maps
+    shot = tmp_path / "page.png"
+    run = _chromium(tmp_path, "--window-size=1000,9000", f"--screenshot={shot}", page.as_uri())
+    assert shot.exists(), run.stderr[-2000:]
+    rgb = _png_pixels(shot)[..., :3].astype(np.int64)
+    counts = dict(zip(*np.unique(rgb[..., 0] << 16 | rgb[..., 1] << 8 | rgb[..., 2], return_counts=True)))
+    for kind, maps in (("weights", svgs[0::3] + svgs[1::3]), ("difference", svgs[2::3])):
+        fills = {int(c, 16) for m in maps for c in re.findall(r'fill="#([0-9a-f]{6})"', m)} - {0xFFFFFF}
+        drawn = [c for c in fills if counts.get(c, 0) >= 400]
+        assert len(drawn) >= 5, f"the {kind} heatmaps' cells are not on the screenshot"
