@@ -42,7 +42,10 @@ def main(argv=None):
     x.add_argument("--course", default=".", help="the nbgrader course folder (default: here)")
     x.add_argument("--db", help="nbgrader's gradebook URL (default: sqlite:///COURSE/gradebook.db)")
     x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
+    add_grade_all(sub)
     args = parser.parse_args(argv)
+    if args.command == "grade-all":
+        return grade_all(args)
 
     if args.command == "build":
         from . import release
@@ -58,6 +61,7 @@ def main(argv=None):
             print(f"error: {args.submission} does not exist", file=sys.stderr)
             return 2
         steps = args.steps.split(",") if args.steps else None
+        start_warm_children()
         limits = Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
                         memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation)
         result = grading.grade(args.submission, limits, steps)
@@ -115,3 +119,51 @@ def emit(args, result):
         f.write(text if text.endswith("\n") else text + "\n")
     print(table)
     print(f"\nresults written to {args.results}; {args.format} to {args.out}")
+
+
+# ------------------------------------------------------------------ warm children (issue 7)
+def start_warm_children():
+    """Fork the step children from a zygote that imports numpy and torch once (autograder/zygote.py),
+    unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per child."""
+    import os
+    from . import isolation
+    # not on GPU machines: forking CUDA-capable children from a warm torch is untested there
+    if os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not isolation.gpu_present():
+        from . import zygote
+        zygote.start()
+
+
+# ------------------------------------------------------------------ grade-all (issue 7)
+def add_grade_all(sub):
+    a = sub.add_parser("grade-all", help="grade every submission under a folder (nbgrader's submitted/, "
+                                         "a folder or a zip per student), in parallel, resumably")
+    a.add_argument("root", help="submitted/<student>/self_attention/, <student>/ folders, or <student>.zip files")
+    a.add_argument("--results-dir", required=True, help="OUT/<student>/results.json (Gradescope format)")
+    a.add_argument("--csv", help="the gradebook: one row per student, a column per step, the total")
+    a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    a.add_argument("--scheduler", help="a Dask distributed scheduler address: grade on that cluster instead")
+    a.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
+                   help="seconds one load or call of student code may take (default %(default)s)")
+    a.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
+                   help="memory limit of each child process in GiB (default %(default)g)")
+    a.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
+                   help="seconds all of one submission's code may run together (default %(default)s)")
+    a.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
+                   help="how student code is walled off (default: the strongest available)")
+
+
+def grade_all(args):
+    from pathlib import Path
+    from . import batch
+    from .progress import Progress
+    if not Path(args.root).is_dir():
+        print(f"error: {args.root} is not a folder", file=sys.stderr)
+        return 2
+    limits = Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
+                    memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation,
+                    hide=(str(Path(args.root).resolve()),))
+    progress = Progress(len(batch.discover(args.root)))
+    batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
+    print(progress.summary(), file=sys.stderr)
+    print(f"results in {args.results_dir}/<student>/results.json" + (f"; gradebook {args.csv}" if args.csv else ""))
+    return 0

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import isolation
+from . import isolation, zygote
 from .child import wire
 
 CHILD_DIR = Path(__file__).parent / "child"
@@ -208,15 +208,23 @@ class Child:
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
         out_r, out_w = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-u", os.path.join(self.scratch, "runner.py"), str(req_r), str(rep_w), framework],
-            stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(req_r, rep_w),
-            cwd=self.scratch, env=child_env(self.scratch, self.plan), start_new_session=True,
-            preexec_fn=lambda: isolation.apply(self.plan))
+        if zygote.current() is not None:
+            # warm start: forked from the zygote, which applies the same plan (see zygote.py)
+            self.proc = zygote.spawn(framework, self.plan, child_env(self.scratch, self.plan), self.scratch,
+                                     req_r, rep_w, out_w)
+        else:
+            self.proc = self._popen(framework, req_r, rep_w, out_w)
         for fd in (req_r, rep_w, out_w):
             os.close(fd)
         self.output = OutputTrap(out_r, limits.output_bytes)
         self.output.start()
+
+    def _popen(self, framework, req_r, rep_w, out_w):
+        return subprocess.Popen(
+            [sys.executable, "-I", "-u", os.path.join(self.scratch, "runner.py"), str(req_r), str(rep_w), framework],
+            stdin=subprocess.DEVNULL, stdout=out_w, stderr=out_w, pass_fds=(req_r, rep_w),
+            cwd=self.scratch, env=child_env(self.scratch, self.plan), start_new_session=True,
+            preexec_fn=lambda: isolation.apply(self.plan))
 
     # -- plumbing with deadlines: a child that stops reading or writing cannot block us
     def _write_all(self, data, deadline):

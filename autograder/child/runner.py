@@ -232,7 +232,11 @@ def handle(req):
 
 
 def main():
-    request_fd, reply_fd, framework = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    serve(int(sys.argv[1]), int(sys.argv[2]), sys.argv[3])
+
+
+def serve(request_fd, reply_fd, framework):
+    """The request loop; also entered directly by a child forked from the zygote (zygote.py)."""
     sys.meta_path.insert(0, _Blocker())
     sys.modules["submission"] = STUDENT
     if framework == "torch":

@@ -1,0 +1,274 @@
+"""Warm start for child processes: a zygote that has imported numpy and torch once, and forks.
+
+Starting `python -I runner.py` costs an interpreter start plus `import numpy` (and `import torch`,
+about 1.3 s, for steps 6-7) for every step of every submission. The zygote pays that once: it is
+a separate, freshly exec'd Python (`python -I -u zygote.py`) that imports numpy, torch and the
+child runner, and never imports the grader, the hidden suites or the references, so nothing
+secret is in the memory its children inherit. For each child the grader sends it the isolation
+plan, the environment and the child's three pipe ends; the zygote forks, and the forked process
+does exactly what `subprocess.Popen(..., start_new_session=True, preexec_fn=isolation.apply)`
+followed by `exec python -I runner.py` would: new session, the pipes as stdio, the scratch folder
+as cwd, the small environment, `isolation.apply(plan)` (limits, namespaces, mounts, uid), the
+extra fork into the new PID namespace, then the runner's request loop.
+
+The zygote reaps its children and reports each exit status on a pipe the grader gave it, so the
+grader sees a Popen-like object (`pid`, `poll`, `wait`, `returncode`) and kills everything the
+same way (`isolation.kill_everything`). The zygote runs in its own session and exits when the
+grader's end of the control socket closes.
+"""
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+# ------------------------------------------------------------------ grader side
+class ZygoteChild:
+    """A child forked by the zygote, seen through the Popen attributes sandbox.Child uses."""
+
+    def __init__(self, pid, status_r):
+        self.pid, self._status_r, self.returncode = pid, status_r, None
+
+    def _collect(self, timeout):
+        if self.returncode is not None:
+            return True
+        ready, _, _ = select.select([self._status_r], [], [], timeout)
+        if not ready:
+            return False
+        data = os.read(self._status_r, 4)
+        os.close(self._status_r)
+        # no status at all: the zygote itself died, and with it our view of the child
+        self.returncode = (os.waitstatus_to_exitcode(struct.unpack(">i", data)[0]) if len(data) == 4
+                           else -signal.SIGKILL)
+        return True
+
+    def poll(self):
+        self._collect(0)
+        return self.returncode
+
+    def wait(self, timeout=None):
+        if not self._collect(timeout):
+            raise subprocess.TimeoutExpired("zygote child", timeout)
+        return self.returncode
+
+
+class Zygote:
+    """The grader's handle on one zygote process."""
+
+    def __init__(self):
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+               # read when numpy/torch load, which happens here once: as in every child's env
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
+            if key in os.environ:
+                env[key] = os.environ[key]
+        self.proc = subprocess.Popen([sys.executable, "-I", "-u", str(HERE), str(theirs.fileno())],
+                                     pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+                                     cwd="/", start_new_session=True)
+        theirs.close()
+        self.ready = False
+
+    def _wait_ready(self):
+        if not self.ready:
+            if self.sock.recv(16) != b"ready":
+                raise OSError("the zygote did not start")
+            self.ready = True
+
+    def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w):
+        """Fork a child; returns a ZygoteChild. Raises OSError when the zygote is gone."""
+        self._wait_ready()
+        status_r, status_w = os.pipe()
+        try:
+            msg = json.dumps({"framework": framework, "plan": asdict(plan), "env": env, "cwd": cwd}).encode()
+            socket.send_fds(self.sock, [msg], [req_r, rep_w, out_w, status_w])
+            reply = self.sock.recv(16)
+        finally:
+            os.close(status_w)
+        if len(reply) != 4:
+            os.close(status_r)
+            raise OSError("the zygote did not answer")
+        return ZygoteChild(struct.unpack(">i", reply)[0], status_r)
+
+    @property
+    def alive(self):
+        return self.proc.poll() is None
+
+    def close(self):
+        self.sock.close()              # the zygote exits on EOF
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+_current = None
+
+
+def start():
+    """Start this process's zygote (no-op when one runs). Call it early: it imports torch in the
+    background while the grader loads pytest and the suites."""
+    global _current
+    if _current is None or not _current.alive:
+        _current = Zygote()
+    return _current
+
+
+def current():
+    """The running zygote, or None when warm starts are off in this process."""
+    return _current
+
+
+def stop():
+    global _current
+    if _current is not None:
+        _current.close()
+        _current = None
+
+
+def spawn(framework, plan, env, cwd, req_r, rep_w, out_w):
+    """Fork a child from this process's zygote, starting a fresh zygote once if it died
+    (a submission running without namespaces could kill it)."""
+    try:
+        return _current.spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+    except OSError:
+        stop()
+        start()
+        return _current.spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+
+
+# ------------------------------------------------------------------ zygote side
+def _become_child(req, fds):
+    """In the forked process: what Popen + preexec_fn + exec runner.py would have done."""
+    from autograder import isolation
+    from autograder.child import runner
+    status = 0
+    try:
+        req_r, rep_w, out_w = fds
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.setsid()
+        isolation._libc.prctl(isolation.PR_SET_DUMPABLE, 1, 0, 0, 0)   # as exec would reset it
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(out_w, 2)
+        keep = {0, 1, 2, req_r, rep_w}
+        for fd in [int(x) for x in os.listdir("/proc/self/fd")]:   # the zygote's socket, other children's pipes
+            if fd not in keep:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        os.chdir(req["cwd"])
+        # what a runner.py child's argv holds (student code may look at it, e.g. for the reply fd)
+        sys.argv = [os.path.join(req["cwd"], "runner.py"), str(req_r), str(rep_w), req["framework"]]
+        os.environ.clear()
+        os.environ.update(req["env"])
+        import tempfile
+        tempfile.tempdir = None
+        isolation.apply(isolation.Plan(**req["plan"]))
+    except BaseException:
+        os._exit(126)                  # the isolation could not be applied: no student code runs
+    try:
+        if req["env"].get("ATTENTION_KIT_PIDNS") == "1":
+            runner.enter_pid_namespace([req_r, rep_w])
+        if sys.path and sys.path[0] == str(HERE.parent.parent):
+            del sys.path[0]            # put there by __main__ below; a runner.py child never has it
+        import numpy
+        numpy.random.seed()            # a fresh process would not share the zygote's random state
+        # the grader's package is not importable from a child (runner's blocker refuses it)
+        for name in [n for n in sys.modules if n.split(".")[0] in runner.BLOCKED_PACKAGES]:
+            del sys.modules[name]
+        runner.serve(req_r, rep_w, req["framework"])
+    except BaseException:
+        status = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+        os._exit(status)
+
+
+def serve(control_fd):
+    """The zygote's loop: import once, then fork a child per request."""
+    import numpy  # noqa: F401  (the point of the zygote)
+    import torch  # noqa: F401
+    from autograder import isolation  # noqa: F401
+    from autograder.child import runner  # noqa: F401
+    isolation._libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
+    sock = socket.socket(fileno=control_fd)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    status_fds, finished = {}, {}
+    sock.send(b"ready")
+
+    def reap():
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            finished[pid] = status
+        
+    def report():
+        for pid in [p for p in finished if p in status_fds]:
+            fd = status_fds.pop(pid)
+            try:
+                os.write(fd, struct.pack(">i", finished.pop(pid)))
+            except OSError:
+                pass
+            os.close(fd)
+
+    while True:
+        ready, _, _ = select.select([sock, wake_r], [], [], 1.0)
+        if wake_r in ready:
+            try:
+                while os.read(wake_r, 512):
+                    pass
+            except BlockingIOError:
+                pass
+        reap()
+        report()
+        if sock in ready:
+            try:
+                msg, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+            except OSError:
+                msg, fds = b"", []
+            if not msg:
+                break                  # the grader is gone
+            req = json.loads(msg)
+            pid = os.fork()
+            if pid == 0:
+                _become_child(req, fds[:3])
+            for fd in fds[:3]:
+                os.close(fd)
+            status_fds[pid] = fds[3]
+            sock.send(struct.pack(">i", pid))
+            reap()
+            report()
+    for fd in status_fds.values():
+        os.close(fd)
+
+
+if __name__ == "__main__":
+    # -I keeps the kit off sys.path: reach it from this file's place (nothing else is imported from there)
+    sys.path.insert(0, str(HERE.parent.parent))
+    serve(int(sys.argv[1]))

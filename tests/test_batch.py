@@ -1,0 +1,213 @@
+"""grade-all: a generated class of 100+ submissions graded in a batch gets the grades each would get alone.
+
+The class is built from a few variants of each numpy step file (correct code in an unusual style,
+the lesson's code with its mistakes, a released stub as a notebook, a mutant, the file missing),
+mixed per student; a few students carry the torch steps, a few a hostile step. Each variant's score
+is measured once by grading it alone, so every student's expected grade follows from its mix.
+"""
+import csv
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import batch, contract
+from conftest import ROOT
+
+NUMPY = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
+TORCH = ["06_multi_head", "07_full_module"]
+ALL = NUMPY + TORCH
+LIMITS = ["--call-timeout", "10", "--memory-gib", "1"]   # 10 s: two jobs share two cores
+HOSTILE = {"fork_bomb": 10, "os_exit_in_call": 0, "memory_hog": 0, "print_flood": 10, "signal_grader": 10,
+           "segfault": 0}
+N_STUDENTS = 104
+
+
+def variant_file(variant, stem, dest):
+    """Write step `stem` of `variant` into folder `dest` (nothing for "missing")."""
+    if variant == "style":
+        shutil.copy(ROOT / "samples" / "unusual_style" / f"{stem}.py", dest)
+    elif variant == "lesson":
+        shutil.copy(ROOT / "samples" / "lesson" / f"{stem}.py", dest)
+    elif variant == "stub":
+        shutil.copy(ROOT / "assignments" / "self_attention" / f"{stem}.ipynb", dest)
+    elif variant == "mutant":   # correct code with one slip: the scores' scale multiplied, the sum's axis ...
+        text = (ROOT / "samples" / "unusual_style" / f"{stem}.py").read_text()
+        (dest / f"{stem}.py").write_text(text + "\n\n_real = {0}\n\ndef {0}(*a, **k):\n"
+                                         "    return _real(*a, **k) * 1.5\n".format(contract.STEP_BY_STEM[stem].names[0]))
+
+
+VARIANTS = ["style", "lesson", "stub", "mutant", "missing"]
+
+
+def mix(i):
+    """Which variant student i has for each numpy step (deterministic, every variant everywhere)."""
+    return {stem: VARIANTS[(i * (k + 2) + i // 5) % len(VARIANTS)] for k, stem in enumerate(NUMPY)}
+
+
+def run(*args, timeout=600):
+    proc = subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def grade_alone(folder, tmp_path):
+    results = tmp_path / f"alone-{folder.name}.json"
+    run("grade", str(folder), "--results", str(results), *LIMITS)
+    return json.loads(results.read_text())
+
+
+def step_scores(results):
+    return {stem: s["score"] for stem, s in results["extra_data"]["steps"].items()}
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    """The class on disk, every variant's scores graded alone, and the batch graded once."""
+    tmp = tmp_path_factory.mktemp("class")
+    root, out = tmp / "class", tmp / "out"
+    root.mkdir()
+    variant_scores = {}
+    for v in VARIANTS:
+        folder = tmp / "variants" / v
+        folder.mkdir(parents=True)
+        for stem in NUMPY:
+            variant_file(v, stem, folder)
+        scores = step_scores(grade_alone(folder, tmp)) if v != "missing" else {}
+        variant_scores[v] = {stem: scores.get(stem, 0) for stem in NUMPY}
+    expected = {}
+    for i in range(N_STUDENTS):
+        name = f"student{i:03d}"
+        folder = root / name
+        folder.mkdir()
+        want = {}
+        for stem, v in mix(i).items():
+            variant_file(v, stem, folder)
+            want[stem] = variant_scores[v][stem]
+        if i % 25 == 0:                   # a few carry the torch steps (correct)
+            for stem in TORCH:
+                variant_file("style", stem, folder)
+        want.update({stem: 10 if i % 25 == 0 else 0 for stem in TORCH})
+        expected[name] = want
+    for j, (case, score) in enumerate(sorted(HOSTILE.items())):   # hostile step 04 on correct code
+        name = f"hostile_{case}"
+        folder = root / name
+        folder.mkdir()
+        for stem in NUMPY:
+            variant_file("style", stem, folder)
+        (case_file,) = (ROOT / "tests" / "hostile").glob(f"{case}.*.py")
+        shutil.copy(case_file, folder / "04_softmax.py")
+        expected[name] = {**{s: 10 for s in NUMPY}, "04_softmax": score, **{s: 0 for s in TORCH}}
+    for name in ("student001", "student002", "student025"):       # zip files: the folder's files, zipped
+        with zipfile.ZipFile(root / f"{name}z.zip", "w") as zf:
+            for p in sorted((root / name).iterdir()):
+                zf.write(p, f"work/{p.name}")
+        expected[f"{name}z"] = expected[name]
+    proc = run("grade-all", str(root), "--results-dir", str(out), "--csv", str(tmp / "grades.csv"),
+               "--jobs", "2", *LIMITS)
+    return {"root": root, "out": out, "csv": tmp / "grades.csv", "expected": expected, "tmp": tmp,
+            "log": proc.stderr}
+
+
+def batch_results(out, name):
+    return json.loads((out / name / "results.json").read_text())
+
+
+def test_every_student_gets_the_grades_its_files_get_alone(klass):
+    assert len(klass["expected"]) >= 100
+    wrong = {}
+    for name, want in klass["expected"].items():
+        got = step_scores(batch_results(klass["out"], name))
+        if got != want:
+            wrong[name] = (got, want)
+    assert not wrong
+    assert "0 errors" in klass["log"]
+
+
+def test_a_sample_matches_single_grading_check_by_check(klass):
+    for name in ("student000", "student007", "student013", "hostile_memory_hog"):
+        alone = grade_alone(klass["root"] / name, klass["tmp"])
+        mine = batch_results(klass["out"], name)
+        keys = ("number", "score", "status", "output", "tags")
+        assert [{k: t[k] for k in keys} for t in mine["tests"]] == [{k: t[k] for k in keys} for t in alone["tests"]]
+        assert mine["score"] == alone["score"]
+
+
+def test_the_csv_gradebook_has_a_row_per_student_and_a_column_per_step(klass):
+    rows = list(csv.DictReader(klass["csv"].open()))
+    assert list(rows[0]) == ["student"] + ALL + ["total", "max_score", "error"]
+    assert sorted(r["student"] for r in rows) == sorted(klass["expected"])
+    for r in rows:
+        want = klass["expected"][r["student"]]
+        assert {s: float(r[s]) for s in ALL} == want
+        assert float(r["total"]) == sum(want.values()) and r["max_score"] == "70"
+
+
+def test_a_rerun_skips_unchanged_students_and_regrades_a_changed_one(klass):
+    proc = run("grade-all", str(klass["root"]), "--results-dir", str(klass["out"]), "--jobs", "2", *LIMITS)
+    assert f"0 graded, {len(klass['expected'])} unchanged" in proc.stderr
+    changed = klass["root"] / "student003" / "01_projection.py"
+    original = changed.read_bytes()
+    changed.write_bytes(original + b"\n# one more line\n")
+    try:
+        proc = run("grade-all", str(klass["root"]), "--results-dir", str(klass["out"]), "--jobs", "2", *LIMITS)
+        assert f"1 graded, {len(klass['expected']) - 1} unchanged" in proc.stderr
+        regraded = [ln for ln in proc.stderr.splitlines() if f"/{len(klass['expected'])}]" in ln and "unchanged" not in ln]
+        assert len(regraded) == 1 and "student003: " in regraded[0]
+    finally:
+        changed.write_bytes(original)
+
+
+def test_an_nbgrader_layout_a_zip_with_a_path_traversal_and_a_broken_zip(tmp_path):
+    course = tmp_path / "course"
+    alice = course / "submitted" / "alice" / "self_attention"
+    alice.mkdir(parents=True)
+    shutil.copy(ROOT / "assignments" / "self_attention" / "04_softmax.ipynb", alice)   # a stub notebook
+    shutil.copy(ROOT / "samples" / "unusual_style" / "01_projection.py", alice)
+    subs = {s.student: s for s in batch.discover(course)}
+    assert list(subs) == ["alice"] and subs["alice"].source == str(alice)
+
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    with zipfile.ZipFile(flat / "mallory.zip", "w") as zf:
+        zf.writestr("../../escaped/01_projection.py", "raise SystemExit")      # traversal: ignored
+        zf.writestr("/abs/02_scores.py", "raise SystemExit")                   # absolute: ignored
+        zf.write(ROOT / "samples" / "unusual_style" / "03_scaling.py", "sub/03_scaling.py")
+    (flat / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    files = batch.read_files(str(flat / "mallory.zip"))
+    assert list(files) == ["sub/03_scaling.py"]
+    out = tmp_path / "out"
+    run("grade-all", str(flat), "--results-dir", str(out), "--csv", str(tmp_path / "g.csv"), *LIMITS)
+    assert step_scores(batch_results(out, "mallory"))["03_scaling"] == 10
+    broken = batch_results(out, "broken")
+    assert broken["score"] == 0 and "could not be read" in broken["extra_data"]["error"]
+    assert not (tmp_path / "escaped").exists() and not Path("/abs").exists()
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "g.csv").open())}
+    assert rows["mallory"]["total"] == "10" and rows["broken"]["error"]
+
+
+def test_the_dask_path_gives_identical_results(klass, tmp_path):
+    distributed = pytest.importorskip("distributed", reason="dask[distributed] is not installed (pip install "
+                                      "'attention-kit[batch]')")
+    small = tmp_path / "small"
+    small.mkdir()
+    names = ["student000", "student001", "student004", "hostile_os_exit_in_call", "student002z"]
+    for name in names:
+        src = klass["root"] / (name + ".zip" if name.endswith("z") else name)
+        (shutil.copy if src.is_file() else shutil.copytree)(src, small / src.name)
+    from autograder.sandbox import Limits
+    limits = Limits(call_seconds=10, memory_bytes=1 << 30)
+    with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        outcomes = batch.grade_all(small, tmp_path / "out", limits, scheduler=cluster.scheduler_address)
+    assert {n: o for n, (o, _) in outcomes.items()} == {n: "graded" for n in names}
+    keys = ("number", "score", "status", "output", "tags")
+    for name in names:
+        dask_r, local_r = batch_results(tmp_path / "out", name), batch_results(klass["out"], name)
+        assert [{k: t[k] for k in keys} for t in dask_r["tests"]] == [{k: t[k] for k in keys} for t in local_r["tests"]]
+        assert dask_r["score"] == local_r["score"]
