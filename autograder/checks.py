@@ -326,3 +326,24 @@ def expect_finite(got, what, hint):
         first = tuple(int(i) for i in np.argwhere(bad)[0])
         raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} values are NaN or infinite "
                           f"(first at index {first}). {hint}")
+
+
+def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=("out", "weights"), extra=None):
+    """Both outputs of an attention call match the reference (expected = (out, weights)).
+
+    mistakes: {id: (out, weights)} from variants; a mistake is named only when it explains both.
+    """
+    problems = []
+    for got, exp, name in ((weights, expected[1], names[1]), (out, expected[0], names[0])):
+        try:
+            expect_close(got, exp, f"{what}: {name}", dtype, level="composed")
+        except CheckFailed as failure:
+            problems.append(failure.message)
+    if not problems:
+        return
+    rtol, atol = tolerance(dtype, "composed")
+    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
+             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
+             and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
+    text = "\n".join(problems + ([extra] if extra else []))
+    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)

@@ -15,14 +15,7 @@ def main(argv=None):
     g.add_argument("submission", help="folder holding 01_projection.ipynb ... 07_full_module.ipynb (or .py)")
     g.add_argument("--results", default="results.json", help="where to write Gradescope results.json")
     g.add_argument("--steps", help="comma-separated step stems to grade (default: all)")
-    g.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
-                   help="seconds one load or call of student code may take (default %(default)s)")
-    g.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
-                   help="memory limit of each child process in GiB (default %(default)g)")
-    g.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
-                   help="seconds all of one submission's code may run together (default %(default)s)")
-    g.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
-                   help="how student code is walled off (default: the strongest available)")
+    add_limit_args(g)
     g.add_argument("--quiet", action="store_true", help="print the table only, without check messages")
     g.add_argument("--format", choices=FORMATS, default="table",
                    help="what to write besides results.json: the terminal table (default), JUnit XML, "
@@ -62,8 +55,7 @@ def main(argv=None):
             return 2
         steps = args.steps.split(",") if args.steps else None
         start_warm_children()
-        limits = Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
-                        memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation)
+        limits = limits_from(args)
         result = grading.grade(args.submission, limits, steps)
         report.write_results(result, args.results)
         emit(args, result)
@@ -83,6 +75,24 @@ def main(argv=None):
         from . import crosscheck
         return crosscheck.print_rows(crosscheck.crosscheck(args.course, args.db, args.student))
     return 2
+
+
+# ------------------------------------------------------------------ limits, shared by grade and grade-all
+def add_limit_args(parser):
+    parser.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
+                        help="seconds one load or call of student code may take (default %(default)s)")
+    parser.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
+                        help="memory limit of each child process in GiB (default %(default)g)")
+    parser.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
+                        help="seconds all of one submission's code may run together (default %(default)s)")
+    parser.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
+                        help="how student code is walled off (default: the strongest available)")
+
+
+def limits_from(args, **extra):
+    """The Limits the limit options ask for."""
+    return Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
+                  memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation, **extra)
 
 
 # ------------------------------------------------------------------ grade --format
@@ -142,14 +152,7 @@ def add_grade_all(sub):
     a.add_argument("--csv", help="the gradebook: one row per student, a column per step, the total")
     a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     a.add_argument("--scheduler", help="a Dask distributed scheduler address: grade on that cluster instead")
-    a.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
-                   help="seconds one load or call of student code may take (default %(default)s)")
-    a.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
-                   help="memory limit of each child process in GiB (default %(default)g)")
-    a.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
-                   help="seconds all of one submission's code may run together (default %(default)s)")
-    a.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
-                   help="how student code is walled off (default: the strongest available)")
+    add_limit_args(a)
 
 
 def grade_all(args):
@@ -159,9 +162,7 @@ def grade_all(args):
     if not Path(args.root).is_dir():
         print(f"error: {args.root} is not a folder", file=sys.stderr)
         return 2
-    limits = Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
-                    memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation,
-                    hide=(str(Path(args.root).resolve()),))
+    limits = limits_from(args, hide=(str(Path(args.root).resolve()),))
     progress = Progress(len(batch.discover(args.root)))
     batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
     print(progress.summary(), file=sys.stderr)

@@ -11,7 +11,7 @@ import torch
 
 from autograder import misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_finite,
-                               expect_pair, expect_shape, gpu_usable, CheckFailed)
+                               expect_attention, expect_pair, expect_shape, gpu_usable, CheckFailed)
 from autograder.inputs import randn, rounded
 from autograder.tolerances import tolerance
 from solutions import step06_multi_head as ref
@@ -96,24 +96,6 @@ def _expect_moved(got, expected, what, mistake, variant):
                       "transpose), so each value should come out exactly as it went in.")
 
 
-def _expect_attention(out, w, expected, what, dtype, mistakes=None):
-    """out and weights match the reference. A mistake is named only when it explains both."""
-    problems = []
-    for got, exp, name in ((w, expected[1], "weights"), (out, expected[0], "out")):
-        try:
-            expect_close(got, exp, f"{what}: {name}", dtype, level="composed")
-        except CheckFailed as failure:
-            problems.append(failure.message)
-    if not problems:
-        return
-    rtol, atol = tolerance(dtype, "composed")
-    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
-             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-             and compare(w.array, v_w, 10 * rtol, 10 * atol).ok]
-    text = "\n".join(problems)
-    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)
-
-
 def _expect_rows_sum_to_one(w, what, wrong_axis=None):
     """Weights in [0, 1], each row summing to 1 within the rounding of the dtype they came in."""
     tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)
@@ -168,7 +150,7 @@ def test_numbers_float64(student, request):
     out, w, what = _attention(student, x, Ws)
     expect_dtype(request, out, "float64", f"{what}: out", "torch")
     expect_dtype(request, w, "float64", f"{what}: weights", "torch")
-    _expect_attention(out, w, _ref_attention(x, Ws), what, "float64", _mistakes(x, Ws))
+    expect_attention(out, w, _ref_attention(x, Ws), what, "float64", _mistakes(x, Ws))
 
 
 @check("6.5", points=2, kind="numbers")
@@ -180,7 +162,7 @@ def test_numbers_float32(student, request):
     expect_dtype(request, out, "float32", f"{what}: out", "torch")
     expect_dtype(request, w, "float32", f"{what}: weights", "torch")
     W64 = [p[1] for p in pairs]
-    _expect_attention(out, w, _ref_attention(x64, W64), what, "float32", _mistakes(x64, W64))
+    expect_attention(out, w, _ref_attention(x64, W64), what, "float32", _mistakes(x64, W64))
 
 
 @check("6.6", points=1, kind="property")
@@ -228,7 +210,7 @@ def _on_gpu(student, cuda, request, dtype, key):
     expect_dtype(request, w, dtype, f"{what}: weights", "torch")
     # half precision: too coarse to tell mistakes apart, the CPU checks name them
     mistakes = _mistakes(exact[0], exact[1:]) if dtype == "float32" else None
-    _expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype, mistakes)
+    expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype, mistakes)
     return gpu, low, exact
 
 

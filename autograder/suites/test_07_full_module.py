@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from autograder import misconceptions, variants
-from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_pair,
+from autograder.checks import (check, compare, expect_array, expect_attention, expect_dtype, expect_pair,
                                expect_shape, gpu_usable, CheckFailed)
 from autograder.inputs import randn, rounded
 from autograder.tolerances import tolerance
@@ -167,24 +167,6 @@ def _forward(student, cls, init, params, x, dtype="float64", device=None):
     return out, w, what, shapes
 
 
-def _expect_attention(out, w, expected, what, dtype, mistakes=None, extra=None):
-    """out and attn_weights match the reference. A mistake is named only when it explains both."""
-    problems = []
-    for got, exp, name in ((w, expected[1], "attn_weights"), (out, expected[0], "out")):
-        try:
-            expect_close(got, exp, f"{what}: {name}", dtype, level="composed")
-        except CheckFailed as failure:
-            problems.append(failure.message)
-    if not problems:
-        return
-    rtol, atol = tolerance(dtype, "composed")
-    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
-             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-             and compare(w.array, v_w, 10 * rtol, 10 * atol).ok]
-    text = "\n".join(problems + ([extra] if extra else []))
-    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)
-
-
 def _extra_params_note(cls, init, shapes):
     unexpected = [k for k in _structure_problems(cls, init, shapes) if k.startswith("not in the contract")]
     if not unexpected:
@@ -206,8 +188,8 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
     expect_dtype(request, out, dtype, f"{what}: out", "torch")
     expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
     mistakes = _mistakes(cls, init, params, x64) if with_mistakes else None
-    _expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, mistakes,
-                      _extra_params_note(cls, init, shapes))
+    expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, mistakes,
+                     names=("out", "attn_weights"), extra=_extra_params_note(cls, init, shapes))
 
 
 # ------------------------------------------------------------------ graded checks
