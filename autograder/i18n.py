@@ -1,0 +1,58 @@
+"""Student-facing text in English and Simplified Chinese.
+
+Every message a student can read is written in English in the code, wrapped in `_()`:
+
+    raise CheckFailed(_("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape))
+
+`_()` looks the English text (the msgid) up in the catalogue of the current language
+(`autograder/locale/zh.py` for Chinese) and fills in the named fields. Text defined at import
+time, before a language is chosen (the misconception catalogue), is marked with `N_()` and
+translated where it is shown. tests/test_i18n.py reads every `_()` and `N_()` call in the
+package and fails if a message exists in one language only.
+"""
+import contextlib
+
+LANGUAGES = ("en", "zh")
+_current = "en"
+
+
+def set_language(lang):
+    """Choose the language of every message produced from now on ("en" or "zh")."""
+    global _current
+    if lang not in LANGUAGES:
+        raise ValueError(f"unknown language {lang!r}; choose one of {', '.join(LANGUAGES)}")
+    _current = lang
+
+
+def get_language():
+    return _current
+
+
+@contextlib.contextmanager
+def language(lang):
+    """Messages in `lang` inside the block; the previous language after it."""
+    before = _current
+    set_language(lang)
+    try:
+        yield
+    finally:
+        set_language(before)
+
+
+def catalogue(lang):
+    """{English msgid: translation} for `lang` (empty for English)."""
+    if lang == "en":
+        return {}
+    from .locale import zh
+    return zh.MESSAGES
+
+
+def _(msgid, **fields):
+    """The message in the current language, with `fields` filled in (str.format)."""
+    text = catalogue(_current).get(msgid, msgid) if _current != "en" else msgid
+    return text.format(**fields) if fields else text
+
+
+def N_(msgid):
+    """Mark text for translation without translating it now; translate it later with `_(msgid)`."""
+    return msgid

@@ -1,0 +1,1 @@
+"""Translations of the student-facing messages, one module per language (see autograder/i18n.py)."""
