@@ -1,3 +1,9 @@
-"""Simplified Chinese translations: {English msgid: Chinese text}. Keep the {fields} of the msgid."""
-MESSAGES = {
-}
+"""Simplified Chinese translations: {English msgid: Chinese text}. Keep the {fields} of the msgid.
+
+Split by topic so that each part can be edited on its own; MESSAGES is their union.
+"""
+from .zh_core import MESSAGES as _CORE
+from .zh_rules import MESSAGES as _RULES
+from .zh_gradients import MESSAGES as _GRADIENTS
+
+MESSAGES = {**_CORE, **_RULES, **_GRADIENTS}

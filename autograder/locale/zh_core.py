@@ -1,0 +1,3 @@
+"""Chinese for the grader's messages: checks, limits, reports, feedback pages (see zh.py)."""
+MESSAGES = {
+}

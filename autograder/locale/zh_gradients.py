@@ -1,0 +1,3 @@
+"""Chinese for gradient and stability checks (see zh.py)."""
+MESSAGES = {
+}

@@ -1,0 +1,3 @@
+"""Chinese for complexity and forbidden-API checks (see zh.py)."""
+MESSAGES = {
+}
