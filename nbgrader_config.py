@@ -10,6 +10,11 @@ c.CourseDirectory.course_id = "attention-kit"
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "assignments"
 
+# The language of the grader's messages in the hidden-test cells and the feedback: "en" (English)
+# or "zh" (Simplified Chinese). Read by autograder/notebook.py's grade_step, not by nbgrader;
+# the environment variable ATTENTION_KIT_LANG overrides it.
+c.AttentionKit.language = "en"
+
 # the same pipeline as nbgrader's, with stubs that name the step
 _default = GenerateAssignment.class_traits()["preprocessors"].default()
 c.GenerateAssignment.preprocessors = [StepStubs if p is ClearSolutions else p for p in _default]

@@ -4,6 +4,8 @@ Names, signatures and shapes are fixed here once; everything else reads them fro
 """
 from dataclasses import dataclass
 
+from .i18n import N_, translate
+
 ASSIGNMENT = "self_attention"
 
 
@@ -17,21 +19,26 @@ class Step:
     points: int = 10     # the step's total; the hidden suite splits it between checks
 
     @property
+    def shown_title(self):
+        """The title in the current language (for reports; `title` stays the English msgid)."""
+        return translate(self.title)
+
+    @property
     def files(self):
         """The file names a submission may use for this step."""
         return (f"{self.stem}.ipynb", f"{self.stem}.py")
 
 
 STEPS = (
-    Step(1, "01_projection", "Projection X -> Q, K, V", "numpy", ("project_qkv",)),
-    Step(2, "02_scores", "Scores Q K^T", "numpy", ("attention_scores",)),
-    Step(3, "03_scaling", "Scaling by 1/sqrt(d_k)", "numpy", ("scale_scores",)),
-    Step(4, "04_softmax", "Numerically stable softmax", "numpy", ("softmax",)),
-    Step(5, "05_weighted_sum", "Weighted sum and the five steps chained", "numpy",
+    Step(1, "01_projection", N_("Projection X -> Q, K, V"), "numpy", ("project_qkv",)),
+    Step(2, "02_scores", N_("Scores Q K^T"), "numpy", ("attention_scores",)),
+    Step(3, "03_scaling", N_("Scaling by 1/sqrt(d_k)"), "numpy", ("scale_scores",)),
+    Step(4, "04_softmax", N_("Numerically stable softmax"), "numpy", ("softmax",)),
+    Step(5, "05_weighted_sum", N_("Weighted sum and the five steps chained"), "numpy",
          ("weighted_sum", "self_attention")),
-    Step(6, "06_multi_head", "Multi-head attention", "torch",
+    Step(6, "06_multi_head", N_("Multi-head attention"), "torch",
          ("split_heads", "merge_heads", "multi_head_attention")),
-    Step(7, "07_full_module", "The full nn.Module", "torch",
+    Step(7, "07_full_module", N_("The full nn.Module"), "torch",
          ("SingleHeadSelfAttention", "MultiHeadSelfAttention")),
 )
 

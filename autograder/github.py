@@ -15,6 +15,8 @@ import json
 import os
 import re
 
+from .i18n import _
+
 MAX_MESSAGE = 1000        # characters of one check's message in an annotation or a Classroom test
 
 
@@ -29,7 +31,7 @@ def _fmt(x):
 # ------------------------------------------------------------------ GitHub Classroom
 def classroom_result(report):
     """The grading reporter's JSON: one test per check, points as each check's score."""
-    tests = [{"name": f"{c.number} {s.step.title}: {c.name}",
+    tests = [{"name": f"{c.number} {s.step.shown_title}: {c.name}",
               "status": "pass" if c.status == "passed" else "fail",
               "score": c.score, "message": "" if c.status == "passed" else _clip(c.output),
               "test_code": "", "filename": s.file or "", "line_no": 0, "duration": 0}
@@ -58,19 +60,21 @@ def _fenced(text):
 def summary_markdown(report):
     """The per-step table, then each failing check's message, in GitHub-flavoured Markdown."""
     lines = [f"## attention-kit: {_fmt(report.score)}/{_fmt(report.max_score)}", "",
-             "| Step | File | Score | Checks |", "|---|---|---:|---|"]
+             _("| Step | File | Score | Checks |"), "|---|---|---:|---|"]
     for s in report.steps:
         failed = sum(c.status != "passed" for c in s.checks)
-        checks = (f"✅ all {len(s.checks)} passed" if not failed
-                  else f"❌ {failed} of {len(s.checks)} failed")
-        file = f"`{s.file}`" if s.file else "(missing)"
-        lines.append(f"| {s.step.number}. {_cell(s.step.title)} | {file} | "
+        checks = (_("✅ all {n} passed", n=len(s.checks)) if not failed
+                  else _("❌ {failed} of {n} failed", failed=failed, n=len(s.checks)))
+        file = f"`{s.file}`" if s.file else _("(missing)")
+        lines.append(f"| {s.step.number}. {_cell(s.step.shown_title)} | {file} | "
                      f"{_fmt(s.score)}/{_fmt(s.max_score)} | {checks} |")
-    lines.append(f"| | **Total** | **{_fmt(report.score)}/{_fmt(report.max_score)}** | |")
+    lines.append(_("| | **Total** | **{score}/{max_score}** | |", score=_fmt(report.score),
+                   max_score=_fmt(report.max_score)))
     for s in report.steps:
         failed = [c for c in s.checks if c.status != "passed"]
         if failed:
-            lines += ["", f"### Step {s.step.number}: {s.step.title} ({_fmt(s.score)}/{_fmt(s.max_score)})"]
+            lines += ["", _("### Step {step}: {title} ({score}/{max_score})", step=s.step.number,
+                            title=s.step.shown_title, score=_fmt(s.score), max_score=_fmt(s.max_score))]
         for c in failed:
             names = "".join(f" `misconception:{m}`" for m in c.misconceptions)
             lines += ["", "<details>",
@@ -78,7 +82,8 @@ def summary_markdown(report):
                       "", _fenced(c.output), "", "</details>"]
     skipped = [(n, name, reason) for s in report.steps for n, name, reason in s.skipped]
     if skipped:
-        lines += ["", "Skipped (no points): " + "; ".join(f"{n} ({reason})" for n, _, reason in skipped)]
+        lines += ["", _("Skipped (no points): {checks}",
+                        checks="; ".join(f"{n} ({reason})" for n, _name, reason in skipped))]
     return "\n".join(lines) + "\n"
 
 
@@ -104,15 +109,16 @@ def annotations(report, paths=None):
         failed = [c for c in s.checks if c.status != "passed"]
         if not failed:
             continue
-        title = f"Step {s.step.number} ({_fmt(s.score)}/{_fmt(s.max_score)}): {s.step.title}"
+        title = _("Step {step} ({score}/{max_score}): {title}", step=s.step.number, score=_fmt(s.score),
+                  max_score=_fmt(s.max_score), title=s.step.shown_title)
         if s.file is None:
             message = failed[0].output
         else:
             lines, seen = [], {}
             for c in failed:      # one broken function fails many checks with the same words
-                first = c.output.strip().splitlines()[0] if c.output.strip() else "failed"
+                first = c.output.strip().splitlines()[0] if c.output.strip() else _("failed")
                 lines.append(f"{c.number} {c.name}: "
-                             + (f"same as {seen[first]}" if first in seen else _clip(first, 300)))
+                             + (_("same as {check}", check=seen[first]) if first in seen else _clip(first, 300)))
                 seen.setdefault(first, c.number)
             message = "\n".join(lines)
         where = paths.get(s.step.stem) or s.file

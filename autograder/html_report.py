@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import contract, isolation, misconceptions
+from . import contract, i18n, isolation, misconceptions
 from .checks import Returned, Seq, Student
+from .i18n import _, translate
 from .inputs import randn, rounded
 from .report import MAX_PRINTED, _clip
 from .sandbox import Budget, Limits, NotDefined, StepSession, StudentProblem
@@ -41,13 +42,13 @@ def _example(stem):
     if stem == "04_softmax":
         from solutions import step04_softmax as ref
         x = randn(key, (T, T + 2), scale=2.0)
-        return ("softmax(x) for x of shape (5, 7)",
+        return (_("softmax(x) for x of shape (5, 7)"),
                 lambda s: s.call("softmax", x), ref.softmax(x))
     if stem == "05_weighted_sum":
         from solutions import step05_weighted_sum as ref
         X = randn(key + ("X",), (T, D_MODEL))
         Ws = [randn(key + (n,), (D_MODEL, d), D_MODEL ** -0.5) for n, d in (("Q", D_K), ("K", D_K), ("V", D_V))]
-        return ("the weights from self_attention(X, W_Q, W_K, W_V), X of shape (5, 12)",
+        return (_("the weights from self_attention(X, W_Q, W_K, W_V), X of shape (5, 12)"),
                 lambda s: _second(s.call("self_attention", X, *Ws)), ref.self_attention(X, *Ws)[1])
     import torch
     if stem == "06_multi_head":
@@ -56,7 +57,7 @@ def _example(stem):
         Ws = [randn(key + (n,), (D_MODEL, D_MODEL), D_MODEL ** -0.5) for n in ("Q", "K", "V", "O")]
         with torch.no_grad():
             w = ref.multi_head_attention(torch.from_numpy(x), *map(torch.from_numpy, Ws), HEADS)[1]
-        return ("head 0 of the weights from multi_head_attention(x, W_Q, W_K, W_V, W_O, 3), x of shape (1, 5, 12)",
+        return (_("head 0 of the weights from multi_head_attention(x, W_Q, W_K, W_V, W_O, 3), x of shape (1, 5, 12)"),
                 lambda s: _head0(_second(s.call("multi_head_attention", x, *Ws, HEADS))), w.numpy()[0, 0])
     return _module_example(key, "MultiHeadSelfAttention", {"d_model": D_MODEL, "num_heads": HEADS})
 
@@ -75,14 +76,17 @@ def _module_example(key, cls, init):
             p.copy_(torch.from_numpy(params[name]))
         w = module(torch.from_numpy(x))[1].numpy()
     args = ", ".join(str(v) for v in init.values())
-    return (f"{'head 0 of ' if w.ndim == 4 else ''}attn_weights from {cls}({args}).forward(x), x of shape (1, 5, 12)",
+    call = f"{cls}({args}).forward(x)"
+    what = (_("head 0 of attn_weights from {call}, x of shape (1, 5, 12)", call=call) if w.ndim == 4
+            else _("attn_weights from {call}, x of shape (1, 5, 12)", call=call))
+    return (what,
             lambda s: _head0(_second(s.module(cls, init, params, x)[0])), w[0, 0] if w.ndim == 4 else w[0])
 
 
 def _second(value):
     if isinstance(value, Seq) and len(value.items) == 2:
         return value.items[1]
-    raise ValueError("it did not return a pair (out, weights)")
+    raise ValueError(_("it did not return a pair (out, weights)"))
 
 
 def _head0(value):
@@ -126,7 +130,8 @@ def attention_examples(report, submission, limits=None):
                 got = request(Student(session))
             if not isinstance(got, Returned) or got.shape != expected.shape:
                 shape = got.shape if isinstance(got, Returned) else type(got).__name__
-                raise ValueError(f"its weights have shape {shape}, expected {expected.shape}")
+                raise ValueError(_("its weights have shape {shape}, expected {expected}",
+                                   shape=shape, expected=expected.shape))
             out[stem] = (what, expected, got.array.astype(np.float64), None)
         except StudentProblem as problem:
             out[stem] = (what, expected, None, problem.student_message())
@@ -165,9 +170,9 @@ def heatmap_svg(matrix, title, scale=1.0, diverging=False):
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width}" height="{height}" '
              f'role="img" aria-label="{html.escape(title)}">',
              f'<text x="{left}" y="14" class="t">{html.escape(title)}</text>',
-             f'<text x="{left}" y="29" class="a">keys &#8594;</text>',
+             f'<text x="{left}" y="29" class="a">{html.escape(_("keys"))} &#8594;</text>',
              f'<text x="12" y="{top + rows * CELL // 2}" class="a" '
-             f'transform="rotate(-90 12 {top + rows * CELL // 2})" text-anchor="middle">queries</text>']
+             f'transform="rotate(-90 12 {top + rows * CELL // 2})" text-anchor="middle">{html.escape(_("queries"))}</text>']
     for i in range(rows):
         for j in range(cols):
             v = m[i, j]
@@ -181,7 +186,7 @@ def heatmap_svg(matrix, title, scale=1.0, diverging=False):
 
 # ------------------------------------------------------------------ the page
 STYLE = """
-body { font: 15px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 980px; color: #222; padding: 0 1em; }
+body { font: 15px/1.45 system-ui, "PingFang SC", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif; margin: 2em auto; max-width: 980px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; width: 100%; } td, th { padding: 4px 8px; min-width: 3em; border-bottom: 1px solid #eee;
   vertical-align: top; text-align: left; } th { background: #f4f4f4; }
@@ -202,42 +207,47 @@ def _check_rows(step):
     rows, seen = [], {}
     for c in step.checks:
         # one broken file fails many checks alike: say it once (as the terminal table does)
-        output = f"(same message as {seen[c.output]})" if c.output in seen and c.status != "passed" else c.output
+        output = (_("(same message as {check})", check=seen[c.output]) if c.output in seen and c.status != "passed"
+                  else c.output)
         seen.setdefault(c.output, c.number)
         # the diagnosis is shown in its own box below the message, not twice
         output = output.replace("\n" + misconceptions.describe(c.misconceptions), "") if c.misconceptions else output
-        mistakes = "".join(
-            f'<div class="mistake"><b>{_e(m)}</b>: {_e(misconceptions.CATALOGUE[m].diagnosis)} '
-            f'{_e(misconceptions.CATALOGUE[m].why)} <i>Hint: {_e(misconceptions.CATALOGUE[m].hint)}</i></div>'
-            for m in c.misconceptions if m in misconceptions.CATALOGUE)
+        mistakes = "".join(_mistake_box(m) for m in c.misconceptions if m in misconceptions.CATALOGUE)
         rows.append(f'<tr class="{_e(c.status)}"><td>{_e(c.number)}</td><td>{_e(c.name)}<br>'
                     f'<span class="note">{_e(c.kind)}</span></td>'
                     f'<td class="score {_e(c.status)}">{c.score:g}/{c.max_score:g}</td>'
                     f'<td><pre>{_e(output)}</pre>{mistakes}</td></tr>')
     for number, name, reason in step.skipped:
-        rows.append(f'<tr><td>{_e(number)}</td><td>{_e(name)}</td><td class="score">skipped</td>'
+        rows.append(f'<tr><td>{_e(number)}</td><td>{_e(name)}</td><td class="score">{_e(_("skipped"))}</td>'
                     f'<td><pre>{_e(reason)}</pre></td></tr>')
     return "".join(rows)
+
+
+def _mistake_box(mid):
+    """The named mistake: its id, then diagnosis, explanation and hint in the current language."""
+    m = misconceptions.CATALOGUE[mid]
+    return (f'<div class="mistake"><b>{_e(mid)}</b>: {_e(translate(m.diagnosis))} {_e(translate(m.why))} '
+            f'<i>{_e(_("Hint: {hint}", hint=translate(m.hint)))}</i></div>')
 
 
 def _maps(example):
     what, expected, got, problem = example
     both = [a for a in (expected, got) if a is not None]
     top = min(1.0, max(float(np.max(a[np.isfinite(a)], initial=0.0)) for a in both)) or 1.0
-    maps = [heatmap_svg(expected, "expected", top)]
-    caption = f"Darkest blue: {top:.2g} or more."
+    maps = [heatmap_svg(expected, _("expected"), top)]
+    caption = _("Darkest blue: {top} or more.", top=f"{top:.2g}")
     if got is not None:
         diff = got - expected
         worst = float(np.max(np.abs(diff[np.isfinite(diff)]), initial=0.0))
         # a floor, so that rounding noise (1e-16) stays white instead of filling the scale
-        maps += [heatmap_svg(got, "yours", top),
-                 heatmap_svg(diff, "yours - expected", max(MIN_DIFF, worst), diverging=True)]
-        caption += (f" In the difference, red is more weight than expected, blue less; full colour at "
-                    f"+-{max(MIN_DIFF, worst):.2g}. Largest difference: {worst:.3g}"
-                    + (" (grey cells: NaN or infinite)." if not np.isfinite(got).all() else "."))
+        maps += [heatmap_svg(got, _("yours"), top),
+                 heatmap_svg(diff, _("yours - expected"), max(MIN_DIFF, worst), diverging=True)]
+        caption += _(" In the difference, red is more weight than expected, blue less; full colour at "
+                     "+-{scale}. Largest difference: {worst}", scale=f"{max(MIN_DIFF, worst):.2g}", worst=f"{worst:.3g}")
+        caption += _(" (grey cells: NaN or infinite).") if not np.isfinite(got).all() else _(".")
     else:
-        caption += " Your weights could not be drawn:"
-    return (f'<p class="note">Attention weights for one example: {_e(what)}. {_e(caption)}</p>'
+        caption += _(" Your weights could not be drawn:")
+    return (f'<p class="note">{_e(_("Attention weights for one example: {what}.", what=what))} {_e(caption)}</p>'
             + (f'<pre class="printed">{_e(problem)}</pre>' if got is None else "") +
             f'<div class="maps">{"".join(maps)}</div>')
 
@@ -245,31 +255,41 @@ def _maps(example):
 def render(report, examples, name):
     """The page, as a string."""
     summary = "".join(
-        f'<tr><td>{s.step.number}</td><td>{_e(s.step.title)}</td><td>{_e(s.file or "(missing)")}</td>'
+        f'<tr><td>{s.step.number}</td><td>{_e(s.step.shown_title)}</td><td>{_e(s.file or _("(missing)"))}</td>'
         f'<td class="score">{s.score:g}/{s.max_score:g}</td></tr>' for s in report.steps)
     sections = []
     for s in report.steps:
+        heading = _e(_("Step {step}: {title}", step=s.step.number, title=s.step.shown_title))
         if s.file is None:          # a missing step: its one message, not a table of copies
-            message = s.checks[0].output if s.checks else "missing"
-            sections.append(f'<section id="step-{s.step.stem}"><h2>Step {s.step.number}: {_e(s.step.title)} '
+            message = s.checks[0].output if s.checks else _("missing")
+            sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
                             f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>'
                             f'<pre class="failed">{_e(message)}</pre></section>')
             continue
         body = _maps(examples[s.step.stem]) if s.step.stem in examples else ""
         if s.printed.strip():
-            body += (f'<p class="note">What your code printed:</p>'
+            body += (f'<p class="note">{_e(_("What your code printed:"))}</p>'
                      f'<pre class="printed">{_e(_clip(s.printed, MAX_PRINTED))}</pre>')
-        sections.append(f'<section id="step-{s.step.stem}"><h2>Step {s.step.number}: {_e(s.step.title)} '
+        sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
                         f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>{body}'
-                        f'<table><tr><th>check</th><th>what</th><th>points</th><th>message</th></tr>'
+                        f'<table>{_header_row(_("check"), _("what"), _("points"), _("message"))}'
                         f'{_check_rows(s)}</table></section>')
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+    title = _e(_("attention-kit feedback: {name}", name=name))
+    total = _e(_("Total {score}/{max_score}", score=f"{report.score:g}", max_score=f"{report.max_score:g}"))
+    return (f'<!DOCTYPE html><html lang="{HTML_LANG[i18n.get_language()]}"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f'<title>attention-kit feedback: {_e(name)}</title><style>{STYLE}</style></head><body>'
-            f'<h1>attention-kit feedback: {_e(name)}</h1>'
-            f'<p class="score" id="total">Total {report.score:g}/{report.max_score:g}</p>'
-            f'<table><tr><th>step</th><th>title</th><th>file</th><th>score</th></tr>{summary}</table>'
+            f'<title>{title}</title><style>{STYLE}</style></head><body>'
+            f'<h1>{title}</h1>'
+            f'<p class="score" id="total">{total}</p>'
+            f'<table>{_header_row(_("step"), _("title"), _("file"), _("score"))}{summary}</table>'
             f'{"".join(sections)}</body></html>\n')
+
+
+HTML_LANG = {"en": "en", "zh": "zh-CN"}      # the page's lang attribute: fonts and screen readers follow it
+
+
+def _header_row(*labels):
+    return "<tr>" + "".join(f"<th>{_e(label)}</th>" for label in labels) + "</tr>"
 
 
 def page_name(submission):

@@ -13,7 +13,12 @@ this module closes:
     message that is not a number) gives full marks: the value is always a number in
     [0, points], and a failure of the grader itself gives 0 with a message, never an exception
     (whose traceback would also show the cell's hidden source in the feedback).
+
+The messages are in the course's language: `c.AttentionKit.language = "zh"` in the course's
+nbgrader_config.py (found upward from the notebook's folder, else from the working folder);
+the environment variable ATTENTION_KIT_LANG overrides it; English by default.
 """
+import ast
 import contextlib
 import io
 import os
@@ -22,9 +27,51 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from . import contract, grading
+from . import contract, grading, i18n
+from .i18n import _
 
 MAX_MESSAGE = 1500        # characters of one check's message printed in the cell
+LANGUAGE_ENV = "ATTENTION_KIT_LANG"
+COURSE_CONFIG = "nbgrader_config.py"
+
+
+def configured_language(config_text):
+    """The value of `c.AttentionKit.language = "..."` in an nbgrader_config.py's text, or None.
+
+    Read, not run: the course's config imports nbgrader, which a grading kernel need not pay for,
+    and a setting is only ever a plain string."""
+    try:
+        tree = ast.parse(config_text)
+    except (SyntaxError, ValueError):
+        return None
+    found = None
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+                and any(ast.unparse(t).replace(" ", "") == "c.AttentionKit.language" for t in node.targets)):
+            found = node.value.value          # the last assignment wins, as when the file runs
+    return found
+
+
+def course_language(folder="."):
+    """The language for a notebook in `folder`: $ATTENTION_KIT_LANG, else the course setting in the
+    nearest nbgrader_config.py above `folder` (or above the working folder), else English.
+    A language the grader does not have gives English: grading must go on whatever the setting."""
+    lang = os.environ.get(LANGUAGE_ENV) or _course_setting(folder)
+    return lang if lang in i18n.LANGUAGES else "en"
+
+
+def _course_setting(folder):
+    """The setting in the nearest course config (the nearest decides, with or without one)."""
+    try:
+        for start in (Path(folder), Path.cwd()):
+            for parent in [start.resolve(), *start.resolve().parents]:
+                config = parent / COURSE_CONFIG
+                if config.is_file():
+                    return configured_language(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):      # an unreadable folder or file: the default, never a failed cell
+        pass
+    return None
 
 
 @contextlib.contextmanager
@@ -59,33 +106,37 @@ def _grade_lines(step, folder):
     """(points, lines to print) for one step file in `folder`."""
     files = [Path(folder) / name for name in step.files if (Path(folder) / name).exists()]
     if not files:
-        return 0.0, [f"No file for step {step.number}: expected {' or '.join(step.files)}."]
+        a, b = step.files
+        return 0.0, [_("No file for step {step}: expected {a} or {b}.", step=step.number, a=a, b=b)]
     result = grading.grade(files[0], steps=[step.stem]).steps[0]
     lines = []
     for c in result.checks:
-        lines.append(f"[{'pass' if c.status == 'passed' else 'FAIL'}] {c.number} {c.name} "
-                     f"({c.score:g}/{c.max_score:g})")
+        mark = _("[pass]") if c.status == "passed" else _("[FAIL]")
+        lines.append(f"{mark} {c.number} {c.name} ({c.score:g}/{c.max_score:g})")
         if c.status != "passed":
             lines.append("    " + _clip(c.output).replace("\n", "\n    "))
     for number, name, reason in result.skipped:
-        lines.append(f"[skip] {number} {name}: {reason}")
-    lines.append(f"Step {step.number}: {result.score:g}/{result.max_score:g}")
+        lines.append(f"{_('[skip]')} {number} {name}: {reason}")
+    lines.append(_("Step {step}: {score}/{max_score}", step=step.number, score=f"{result.score:g}",
+                   max_score=f"{result.max_score:g}"))
     return float(result.score), lines
 
 
 def grade_step(stem, folder="."):
-    """Grade `stem`.ipynb (or .py) in `folder`; print each check; return the step's points."""
+    """Grade `stem`.ipynb (or .py) in `folder`, in the course's language; print each check;
+    return the step's points."""
     step = contract.step_for_stem(stem)
-    with stderr_diverted() as diverted:
-        try:
-            points, lines = _grade_lines(step, folder)
-        except Exception:          # the grader's own failure; the instructor reruns it standalone
-            points, lines = 0.0, [f"The grader could not grade step {step.number} (an internal error, "
-                                  "not your code's fault). Please tell your instructor."]
-    if diverted().strip():
-        # grader-side diagnostics: not the student's business, and nbgrader would zero the cell
-        lines.append("(The grader logged diagnostics for the instructor; "
-                     "`python -m autograder grade` on this file shows them.)")
+    with i18n.language(course_language(folder)):
+        with stderr_diverted() as diverted:
+            try:
+                points, lines = _grade_lines(step, folder)
+            except Exception:          # the grader's own failure; the instructor reruns it standalone
+                points, lines = 0.0, [_("The grader could not grade step {step} (an internal error, "
+                                        "not your code's fault). Please tell your instructor.", step=step.number)]
+        if diverted().strip():
+            # grader-side diagnostics: not the student's business, and nbgrader would zero the cell
+            lines.append(_("(The grader logged diagnostics for the instructor; "
+                           "`python -m autograder grade` on this file shows them.)"))
     print("\n".join(lines))
     # nbgrader fails on a value above the cell's points; float sums can overshoot by 1e-15
     return min(max(round(points, 6), 0.0), float(step.points))

@@ -2,15 +2,17 @@
 import json
 import os
 import tempfile
+import unicodedata
 
 from . import __version__
+from .i18n import _
 
 MAX_OUTPUT = 4000          # characters of one check's output kept in results.json
 MAX_PRINTED = 2000         # characters of a step's printed output kept
 
 
 def _clip(text, limit):
-    return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters)"
+    return text if len(text) <= limit else text[:limit] + _("\n... ({n} more characters)", n=len(text) - limit)
 
 
 def gradescope(report):
@@ -18,7 +20,7 @@ def gradescope(report):
     tests = []
     for step in report.steps:
         for c in step.checks:
-            tests.append({"name": f"{c.number} {step.step.title}: {c.name}", "number": c.number,
+            tests.append({"name": f"{c.number} {step.step.shown_title}: {c.name}", "number": c.number,
                           "score": c.score, "max_score": c.max_score, "status": c.status,
                           "output": _clip(c.output, MAX_OUTPUT), "visibility": "visible",
                           "tags": c.tags})
@@ -45,22 +47,30 @@ def write_results(report, path):
 
 
 def summary_line(report):
-    return f"Total {report.score:g}/{report.max_score:g}"
+    return _("Total {score}/{max_score}", score=f"{report.score:g}", max_score=f"{report.max_score:g}")
 
 
 def _fmt(x):
     return f"{x:g}"
 
 
+def _pad(text, width, right=False):
+    """`text` padded to `width` terminal columns: a CJK character takes two, so str.ljust
+    would push the Chinese table's columns out of line."""
+    text = str(text)
+    room = " " * max(0, width - sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text))
+    return room + text if right else text + room
+
+
 def table(report, details=True):
     """The per-step table a student or instructor reads in a terminal."""
     lines = [f"attention-kit: {report.submission}", "",
-             f"{'step':<5} {'file':<24} {'score':>7}  checks"]
+             f"{_pad(_('step'), 5)} {_pad(_('file'), 24)} {_pad(_('score'), 7, right=True)}  {_('checks')}"]
     for s in report.steps:
         marks = "".join("." if c.status == "passed" else "F" for c in s.checks)
         score = f"{_fmt(s.score)}/{_fmt(s.max_score)}"
-        lines.append(f"{s.step.number:<5} {(s.file or '(missing)'):<24} {score:>7}  {marks}")
-    lines.append(f"{'':<5} {'total':<24} {_fmt(report.score) + '/' + _fmt(report.max_score):>7}")
+        lines.append(f"{s.step.number:<5} {_pad(s.file or _('(missing)'), 24)} {score:>7}  {marks}")
+    lines.append(f"{'':<5} {_pad(_('total'), 24)} {_fmt(report.score) + '/' + _fmt(report.max_score):>7}")
     if details:
         failed = [(s, c) for s in report.steps for c in s.checks if c.status != "passed"]
         shown_missing, seen = set(), {}
@@ -68,20 +78,20 @@ def table(report, details=True):
             if s.file is None:
                 if s.step.stem not in shown_missing:
                     shown_missing.add(s.step.stem)
-                    lines += ["", f"step {s.step.number}: {c.output}"]
+                    lines += ["", _("step {step}: {message}", step=s.step.number, message=c.output)]
                 continue
             tags = [t for t in c.tags if t.startswith("misconception:")]
             lines += ["", f"{c.number} {c.name} [{c.kind}{', ' + ', '.join(tags) if tags else ''}]"]
             if (s.step.stem, c.output) in seen:      # one broken file fails many checks alike
-                lines.append(f"    (same message as {seen[s.step.stem, c.output]})")
+                lines.append("    " + _("(same message as {check})", check=seen[s.step.stem, c.output]))
                 continue
             seen[s.step.stem, c.output] = c.number
             lines += ["    " + ln for ln in c.output.splitlines()]
         notes = [(s, c) for s in report.steps for c in s.checks if c.status == "passed" and "\n" in c.output]
         for s, c in notes:
-            lines += ["", f"{c.number} {c.name}: passed, with a note"]
+            lines += ["", _("{check} {name}: passed, with a note", check=c.number, name=c.name)]
             lines += ["    " + ln for ln in c.output.splitlines()[1:]]
         for s in report.steps:
             for number, name, reason in s.skipped:
-                lines += ["", f"{number} {name}: skipped ({reason})"]
+                lines += ["", _("{check} {name}: skipped ({reason})", check=number, name=name, reason=reason)]
     return "\n".join(lines)

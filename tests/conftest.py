@@ -20,13 +20,14 @@ def run_grader(submission, tmp_path, *extra):
 
 @pytest.fixture(scope="session")
 def graded(tmp_path_factory):
-    """graded(path) -> (exit code, output, results); each submission is graded once per session."""
+    """graded(path, *options) -> (exit code, output, results); each submission is graded once per
+    session with the same options (e.g. "--lang", "zh")."""
     cache = {}
 
-    def grade(submission):
-        key = str(submission)
+    def grade(submission, *options):
+        key = (str(submission), options)
         if key not in cache:
-            cache[key] = run_grader(ROOT / submission, tmp_path_factory.mktemp("grade"))
+            cache[key] = run_grader(ROOT / submission, tmp_path_factory.mktemp("grade"), *options)
         return cache[key]
     return grade
 

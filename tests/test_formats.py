@@ -9,7 +9,8 @@ import sys
 
 from junitparser import Failure, JUnitXml, Skipped
 
-from autograder import contract, github, junit
+from autograder import contract, github, i18n, junit
+from autograder import report as report_module
 from autograder.grading import CheckResult, Report, StepResult
 from conftest import ROOT
 
@@ -127,6 +128,33 @@ def test_summary_table_and_fences():
     assert "| 3. Scaling by 1/sqrt(d_k) | (missing) | 0/10 |" in text
     assert "`````text\n" + NASTY in text             # a fence longer than any run of backticks inside
     assert "values &lt;&amp;&gt;" in text and "`misconception:scores-transposed`" in text
+
+
+def test_every_format_in_chinese_keeps_its_structure(tmp_path):
+    """In Chinese the labels change, the machine-read parts (JUnit counts and properties, the
+    annotation syntax, the table's columns, tags) do not."""
+    report = synthetic_report()
+    with i18n.language("zh"):
+        xml = parse_junit(junit.junit_xml(report), tmp_path)
+        summary = github.summary_markdown(report)
+        found = parse_annotations(github.annotations(report))
+        table = report_module.table(report)
+    assert (xml.tests, xml.failures, xml.skipped) == (7, 3, 1)
+    assert [s.name for s in xml][1] == "第 2 步：分数 Q K^T"
+    assert {p.name: p.value for p in list(xml)[2].properties()}["file"] == "（缺失）"
+    assert "| 步骤 | 文件 | 得分 | 检查项 |" in summary and "❌ 3 项中有 2 项未通过" in summary
+    assert "`misconception:scores-transposed`" in summary and "| | **总分** | **12.5/30** | |" in summary
+    assert found[0][0]["title"] == "第 2 步（2.5/10）：分数 Q K^T" and "2.3 float32: 同 2.2" in found[0][1]
+    lines = table.splitlines()
+    assert lines[2].split() == ["步骤", "文件", "得分", "检查项"] and "（缺失）" in table and "总计" in table
+    # CJK characters take two columns in a terminal: the score column still lines up
+    assert len({_columns(ln[:ln.index("/") + 3]) for ln in lines[3:6]}) == 1
+
+
+def _columns(text):
+    """Terminal columns `text` takes (a CJK character two)."""
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 # ------------------------------------------------------------------ through the command line

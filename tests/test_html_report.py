@@ -4,11 +4,13 @@ import re
 import struct
 import subprocess
 import zlib
+from html import escape
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from autograder import i18n, misconceptions
 from conftest import ROOT, run_grader
 
 CHROMIUM = "/usr/bin/chromium"
@@ -38,6 +40,34 @@ def hostile_page(tmp_path_factory):
     code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet")
     assert code == 0, out
     return tmp / "pages" / "04_softmax.html", results
+
+
+@pytest.fixture(scope="module")
+def chinese_page(tmp_path_factory):
+    """(page text, results.json) for the lesson's step 5 graded with --lang zh --html (one step: cheap)."""
+    tmp = tmp_path_factory.mktemp("zh")
+    step = tmp / "05_weighted_sum.py"
+    step.write_text((ROOT / "samples/lesson/05_weighted_sum.py").read_text())
+    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet", "--lang", "zh")
+    assert code == 0, out
+    return tmp / "pages" / "05_weighted_sum.html", results
+
+
+def test_chinese_page_is_in_chinese(chinese_page):
+    page, results = chinese_page
+    text = page.read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in text
+    assert f"总分 {results['score']:g}/{results['extra_data']['max_score']:g}" in text
+    for label in ("<th>检查项</th>", "<th>得分</th>", "第 5 步：加权求和", "一个示例的注意力权重", ">键 &#8594;<", ">查询<"):
+        assert label in text, label
+    # the named mistake's box: its id as it is, its explanation in Chinese
+    with i18n.language("zh"):
+        diagnosis = i18n.translate(misconceptions.CATALOGUE["scale-by-d-model"].diagnosis)
+    assert re.search("[\u4e00-\u9fff]", diagnosis)
+    assert f"scale-by-d-model</b>: {escape(diagnosis)}" in text and "<i>提示：" in text
+    assert text.count("<svg") == 3
+    for english in ("Total ", "Hint:", "Likely cause", "Attention weights for one example", ">check<"):
+        assert english not in text, english
 
 
 def test_page_has_every_score_message_and_heatmap(lesson_page):
@@ -139,3 +169,16 @@ def test_page_renders_in_headless_chromium(lesson_page, tmp_path):
         fills = {int(c, 16) for m in maps for c in re.findall(r'fill="#([0-9a-f]{6})"', m)} - {0xFFFFFF}
         drawn = [c for c in fills if counts.get(c, 0) >= 400]
         assert len(drawn) >= 5, f"the {kind} heatmaps' cells are not on the screenshot"
+
+
+@pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                    reason=f"{CHROMIUM} is absent: install Debian's browser (apt-get install -y chromium)")
+def test_chinese_page_renders_in_headless_chromium(chinese_page, tmp_path):
+    page, results = chinese_page
+    dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # the browser read the page as UTF-8 Chinese, kept its language, and parsed every heatmap
+    assert f"总分 {results['score']:g}/{results['extra_data']['max_score']:g}" in dom.stdout
+    assert 'lang="zh-CN"' in dom.stdout
+    svgs = re.findall(r"<svg.*?</svg>", dom.stdout, re.S)
+    assert len(svgs) == 3 and all(s.count("<rect") >= 25 for s in svgs)

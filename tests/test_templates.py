@@ -64,3 +64,17 @@ def test_gradescope_run_autograder_grades_where_gradescope_looks():
     text = (TEMPLATES / "gradescope" / "run_autograder").read_text()
     assert 'ROOT="${AUTOGRADER_ROOT:-/autograder}"' in text
     assert '"$ROOT/submission" --results "$ROOT/results/results.json"' in text
+
+
+def test_every_template_passes_the_course_language():
+    """Each CI template grades with `--lang` from ATTENTION_KIT_LANG, English unless the course sets it."""
+    from autograder import i18n
+    wf = yaml.safe_load((TEMPLATES / "github" / "classroom.yml").read_text())
+    grade = next(s for s in next(iter(wf["jobs"].values()))["steps"] if "attention-kit grade" in s.get("run", ""))
+    assert grade_args(grade["run"])["--lang"] == "$ATTENTION_KIT_LANG"
+    assert grade["env"]["ATTENTION_KIT_LANG"] == "${{ vars.ATTENTION_KIT_LANG || 'en' }}"
+    job = yaml.safe_load((TEMPLATES / "gitlab" / ".gitlab-ci.yml").read_text())["grade"]
+    assert grade_args("\n".join(job["script"]))["--lang"] == "$ATTENTION_KIT_LANG"
+    assert job["variables"]["ATTENTION_KIT_LANG"] in i18n.LANGUAGES
+    script = (TEMPLATES / "gradescope" / "run_autograder").read_text()
+    assert 'LANGUAGE="${ATTENTION_KIT_LANG:-en}"' in script and script.rstrip().endswith('--lang "$LANGUAGE"')

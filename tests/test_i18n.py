@@ -1,0 +1,303 @@
+"""Every student-facing message exists in English and in Simplified Chinese.
+
+The English text is the msgid, written in the code inside `_()` (or `N_()` for text defined at
+import time, translated later with `translate()`); the Chinese is in autograder/locale/. This
+test reads the package's source (ast), so a message added without a translation, a translation
+left behind by a message that changed, or a student-facing text built without `_()` fails here,
+named with its file and line. A check's title (the first line of its docstring, or `name=`) is
+shown to students too: it is a msgid as well.
+"""
+import ast
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from autograder import i18n, misconceptions
+from autograder.locale import zh
+from autograder.sandbox import StudentCrashed, StudentRaised, StudentTimedOut
+from conftest import ROOT
+
+PACKAGE = ROOT / "autograder"
+MARKERS = ("_", "N_")
+CJK = re.compile("[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
+
+# Where student-facing text goes: {callable name: index of the text argument}. `skip` is
+# pytest.skip (its reason is shown as the skipped check's message).
+SINKS = {"CheckFailed": 0, "StudentProblem": 0, "BadReply": 0, "BadSubmission": 0, "error_results": 0,
+         "note": 1, "skip": 0, "expect_finite": 2}
+# functions whose return value is a student-facing message
+MESSAGE_FUNCTIONS = ("student_message", "describe", "describe_value")
+
+
+def _modules():
+    """(relative path, source, tree) of every module of the package."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            text = path.read_text(encoding="utf-8")
+            out.append((path.relative_to(ROOT).as_posix(), text, ast.parse(text)))
+    return out
+
+
+MODULES = _modules()
+
+
+def _name(func):
+    """`f` for f(...), `attr` for x.attr(...)."""
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def _calls(tree, names):
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id in names]
+
+
+def _check_titles(tree):
+    """(title, line) of each graded check in a suite: `name=` of @check(...), else its docstring's first line
+    (as grading.GradingPlugin._record takes it)."""
+    out = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        for deco in fn.decorator_list:
+            if isinstance(deco, ast.Call) and _name(deco.func) == "check":
+                named = next((k.value for k in deco.keywords if k.arg == "name"), None)
+                if isinstance(named, ast.Constant) and named.value:
+                    out.append((named.value, fn.lineno))
+                elif ast.get_docstring(fn):
+                    out.append((ast.get_docstring(fn).strip().splitlines()[0].strip(), fn.lineno))
+    return out
+
+
+def collect():
+    """({msgid: [where]}, [problems]) over the whole package."""
+    msgids, problems = {}, []
+    for rel, _text, tree in MODULES:
+        for call in _calls(tree, MARKERS):
+            first = call.args[0] if call.args else None
+            if not (isinstance(first, ast.Constant) and isinstance(first.value, str)) or len(call.args) != 1:
+                problems.append(f"{rel}:{call.lineno}: {call.func.id}() needs one string literal as its message "
+                                f"(the fields as keywords), not {ast.unparse(first) if first else 'nothing'}")
+                continue
+            msgids.setdefault(first.value, []).append(f"{rel}:{call.lineno}")
+        if rel.startswith("autograder/suites/"):
+            for title, line in _check_titles(tree):
+                msgids.setdefault(title, []).append(f"{rel}:{line} (check title)")
+    return msgids, problems
+
+
+MSGIDS, PROBLEMS = collect()
+
+
+def fields(text):
+    """The names of the {fields} of a format string (a format spec's own fields included)."""
+    names = set()
+    for _literal, name, spec, _conv in string.Formatter().parse(text):
+        if name is not None:
+            names.add(name)
+            names |= fields(spec or "")
+    return names
+
+
+def _where(msgid):
+    return ", ".join(MSGIDS[msgid][:3])
+
+
+# ------------------------------------------------------------------ completeness
+def test_the_package_has_messages_to_check():
+    # guards the test itself: an empty scan would pass every check below
+    assert len(MSGIDS) > 100
+    assert misconceptions.CATALOGUE["scale-missing"].diagnosis in MSGIDS
+
+
+def test_every_message_is_a_literal():
+    assert not PROBLEMS, "\n".join(PROBLEMS)
+
+
+def test_every_message_has_a_chinese_translation():
+    missing = sorted(m for m in MSGIDS if m not in zh.MESSAGES)
+    assert not missing, "no Chinese for:\n" + "\n".join(f"  {m!r}  ({_where(m)})" for m in missing)
+
+
+def test_no_translation_is_left_without_its_message():
+    orphans = sorted(m for m in zh.MESSAGES if m not in MSGIDS)
+    assert not orphans, "Chinese for a message no code has (changed or removed?):\n" + "\n".join(
+        f"  {m!r}" for m in orphans)
+
+
+def test_translations_keep_the_fields_and_are_chinese():
+    wrong = []
+    for msgid, text in zh.MESSAGES.items():
+        try:
+            if fields(msgid) != fields(text):
+                wrong.append(f"{msgid!r}: fields {sorted(fields(msgid))} != {sorted(fields(text))} in {text!r}")
+        except ValueError as exc:          # unbalanced braces
+            wrong.append(f"{msgid!r} / {text!r}: {exc}")
+        if not CJK.search(text):
+            wrong.append(f"{msgid!r}: {text!r} has no Chinese in it")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_every_call_fills_exactly_its_fields():
+    """A field without its keyword would be a KeyError at grading time; a keyword without its field a
+    value the student never sees."""
+    wrong = []
+    for rel, _text, tree in MODULES:
+        for call in _calls(tree, ("_",)):
+            if call.args and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                given = {k.arg for k in call.keywords}
+                if None in given:               # **fields: cannot be told statically
+                    continue
+                if given != fields(call.args[0].value):
+                    wrong.append(f"{rel}:{call.lineno}: fields {sorted(fields(call.args[0].value))}, "
+                                 f"keywords {sorted(given)}")
+    assert not wrong, "\n".join(wrong)
+
+
+# ------------------------------------------------------------------ text built without _()
+def _text_parts(node):
+    """The parts of an expression that become its text: operands, f-string pieces, branches, the items
+    a `.join()` joins; not the arguments of other calls (`describe(["softmax-wrong-axis"])` shows
+    what describe returns, `err.get("traceback")` a value, not the key), nor `_()`/`translate()`."""
+    if isinstance(node, ast.Call):
+        if _name(node.func) in ("join", "format", "str"):
+            return [node.func, *node.args] if isinstance(node.func, ast.Attribute) else list(node.args)
+        return []
+    if isinstance(node, ast.Attribute):
+        return [node.value]
+    if isinstance(node, ast.IfExp):          # `a if found else b`: the condition is not shown
+        return [node.body, node.orelse]
+    return list(ast.iter_child_nodes(node))
+
+
+def _has_words(node):
+    """The English words of a literal or f-string that become text outside any `_()`, or None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and re.search("[A-Za-z]{2}", node.value):
+        return node.value
+    for child in _text_parts(node):
+        found = _has_words(child)
+        if found:
+            return found
+    return None
+
+
+def _assignments(function):
+    """{name: [value expressions]} assigned in `function`'s own body (not in nested functions)."""
+    out = {}
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    out.setdefault(target.id, []).append(node.value)
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            out.setdefault(node.target.id, []).append(node.value)
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _names_outside_translation(node):
+    """The local names whose text `node` shows, except through `_()`/`translate()`: a field's value may be
+    code (`what="softmax(x)"`); only text that bypasses the translation must not be English."""
+    names = {node.id} if isinstance(node, ast.Name) else set()
+    for child in _text_parts(node):
+        names |= _names_outside_translation(child)
+    return names
+
+
+def _untranslated(expr, assigned, seen=()):
+    """English words that reach a student through `expr`, following the local names it uses."""
+    found = _has_words(expr)
+    if found:
+        return found
+    for name in _names_outside_translation(expr) - set(seen):
+        for value in assigned.get(name, []):
+            found = _untranslated(value, assigned, (*seen, name))
+            if found:
+                return found
+    return None
+
+
+def _functions(tree):
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def test_student_facing_text_goes_through_translation():
+    """CheckFailed(...), note(...), skip reasons, the sandbox's problems and their student_message():
+    no English literal or f-string reaches them except through `_()`."""
+    bad = []
+    for rel, _text, tree in MODULES:
+        for function in _functions(tree):
+            assigned = _assignments(function)
+            texts = [(n, n.args[SINKS[_name(n.func)]]) for n in ast.walk(function)
+                     if isinstance(n, ast.Call) and _name(n.func) in SINKS and len(n.args) > SINKS[_name(n.func)]]
+            if function.name in MESSAGE_FUNCTIONS:
+                texts += [(n, n.value) for n in ast.walk(function) if isinstance(n, ast.Return) and n.value]
+            for node, expr in texts:
+                words = _untranslated(expr, assigned)
+                if words:
+                    bad.append(f"{rel}:{node.lineno}: {words!r} reaches the student without _()")
+    assert not bad, "\n".join(sorted(set(bad)))
+
+
+def test_the_lint_catches_untranslated_text():
+    # the rule above must be able to fail: a literal, an f-string and a name built from one
+    code = ('def f(what):\n    raise CheckFailed(f"{what} is wrong")\n'
+            'def g():\n    msg = "plain English"\n    msg += _(" fine")\n    raise CheckFailed(msg)\n'
+            'def h(what):\n    raise CheckFailed(_("{what} is wrong", what=what) + "\\n")\n'
+            'def k(found):\n    raise CheckFailed(_("x") + describe(["scale-missing"]), ["scale-missing"])\n'
+            'def m(names):\n    raise CheckFailed(", ".join(["missing"] + names))\n')
+    tree = ast.parse(code)
+    found = {fn.name: _untranslated(next(n for n in ast.walk(fn) if isinstance(n, ast.Call)
+                                         and _name(n.func) == "CheckFailed").args[0], _assignments(fn))
+             for fn in _functions(tree)}
+    assert found == {"f": " is wrong", "g": "plain English", "h": None, "k": None, "m": "missing"}
+
+
+def test_underscore_is_not_shadowed_where_it_translates():
+    """`got, _ = ...` in a function that also calls `_()` makes `_` a local: the call then fails."""
+    bad = []
+    for rel, _text, tree in MODULES:
+        for function in _functions(tree):
+            if not _calls(function, ("_",)):
+                continue
+            stack = list(function.body)
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                                     ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                    continue        # their own scope
+                if isinstance(node, ast.Name) and node.id == "_" and isinstance(node.ctx, ast.Store):
+                    bad.append(f"{rel}:{node.lineno}: `_` assigned in {function.name}(), which calls _()")
+                stack.extend(ast.iter_child_nodes(node))
+    assert not bad, "\n".join(bad)
+
+
+# ------------------------------------------------------------------ the language at work
+def test_messages_follow_the_chosen_language():
+    stub = StudentRaised("softmax(...)", {"type": "NotImplementedError", "message": "Step 4: implement softmax"})
+    crash = StudentCrashed("softmax(...)", -11, "")
+    slow = StudentTimedOut("softmax(...)", 2)
+    english = [stub.student_message(), crash.student_message(), slow.student_message()]
+    with i18n.language("zh"):
+        chinese = [stub.student_message(), crash.student_message(), slow.student_message()]
+        diagnosis = misconceptions.describe(["scale-missing"])
+    assert i18n.get_language() == "en"          # the block restores the language
+    assert "still a stub" in english[0] and "crashed (signal 11, SIGSEGV)" in english[1]
+    for en, zh_text in zip(english, chinese):
+        assert CJK.search(zh_text) and not CJK.search(en)
+    # what the student's code said stays as it was, in any language
+    assert "NotImplementedError: Step 4: implement softmax" in chinese[0] and "SIGSEGV" in chinese[1]
+    assert zh.MESSAGES[misconceptions.CATALOGUE["scale-missing"].diagnosis] in diagnosis
+    assert "Likely cause" not in diagnosis
+
+
+def test_an_unknown_language_is_refused():
+    with pytest.raises(ValueError):
+        i18n.set_language("fr")
+    assert i18n.get_language() == "en"
