@@ -13,6 +13,7 @@ import pytest
 
 from . import misconceptions
 from .child import wire
+from .i18n import _
 from .sandbox import BadReply, StudentRaised
 from .tolerances import tolerance
 
@@ -49,8 +50,8 @@ def gpu_usable():
         message = str(exc.error.get("message", ""))
         if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
                                             "No CUDA GPUs are available")):
-            pytest.skip("a GPU is present, but CUDA could not start in the isolated process that runs "
-                        f"the submission ({message.splitlines()[0][:200]})")
+            pytest.skip(_("a GPU is present, but CUDA could not start in the isolated process that runs "
+                          "the submission ({error})", error=message.splitlines()[0][:200]))
         raise
 
 
@@ -86,44 +87,46 @@ class Opaque:
 def decode(rec, depth=0):
     """Turn a child's record into Returned / Seq / Opaque / a plain scalar. Never trusts it."""
     if not isinstance(rec, dict) or depth > wire.MAX_DEPTH + 1:
-        raise BadReply("malformed value")
+        raise BadReply(_("malformed value"))
     t = rec.get("t")
     if t == "scalar":
         v = rec.get("value")
         if v is None or type(v) in (bool, int, float):
             return v
-        raise BadReply("malformed scalar")
+        raise BadReply(_("malformed scalar"))
     if t == "str":
         return str(rec.get("value", ""))[:wire.MAX_TEXT]
     if t == "array":
         try:
             arr = wire.decode_array(rec)
         except (ValueError, TypeError) as exc:
-            raise BadReply(f"malformed array ({exc})") from None
+            raise BadReply(_("malformed array ({error})", error=exc)) from None
         return Returned(arr, str(rec.get("kind"))[:40], str(rec.get("type"))[:200], str(rec.get("dtype")),
                         None if rec.get("device") is None else str(rec.get("device"))[:40],
                         bool(rec.get("requires_grad")))
     if t == "seq":
         items = rec.get("items")
         if not isinstance(items, list):
-            raise BadReply("malformed sequence")
+            raise BadReply(_("malformed sequence"))
         return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
                    int(rec.get("length", len(items))))
     if t == "opaque":
         return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
-    raise BadReply("unknown value kind")
+    raise BadReply(_("unknown value kind"))
 
 
 def describe_value(v):
     """A short phrase for what came back, used in type errors."""
     if isinstance(v, Opaque) and v.repr.startswith(("array of dtype", "tensor of dtype")):
-        return f"a {v.type} of {v.repr[9:]} (only numeric dtypes can be graded)"
+        # the child's repr is "array of dtype <name>" (English, made in the child): only the name is kept
+        return _("a {type} of dtype {dtype} (only numeric dtypes can be graded)", type=v.type,
+                 dtype=v.repr.split("of dtype", 1)[1].strip())
     if isinstance(v, Returned):
-        return f"a {v.type} of shape {v.shape} and dtype {v.dtype}"
+        return _("a {type} of shape {shape} and dtype {dtype}", type=v.type, shape=v.shape, dtype=v.dtype)
     if isinstance(v, Seq):
-        return f"a {v.type} of {v.length} items"
+        return _("a {type} of {n} items", type=v.type, n=v.length)
     if isinstance(v, Opaque):
-        return f"an object of type {v.type}"
+        return _("an object of type {type}", type=v.type)
     return f"{type(v).__name__} {v!r}"
 
 
@@ -152,9 +155,7 @@ class Student:
     def call(self, name, *args, **kwargs):
         """Call the student's function `name` and return what it returned, decoded."""
         what = f"{name}(...)"
-        reply = self.session.request(
-            {"op": "call", "name": name, "args": [self._encode(a) for a in args],
-             "kwargs": {k: self._encode(v) for k, v in kwargs.items()}}, what)
+        reply = self.session.request(self.call_request(name, *args, **kwargs), what)
         self.mutated = reply.get("mutated") or []
         return decode(reply.get("value"))
 
@@ -163,16 +164,48 @@ class Student:
 
         Returns (value, param_shapes) where value is None when the parameters did not fit.
         """
-        reply = self.session.request(
-            {"op": "module", "name": name, "init": {"kwargs": {k: self._encode(v) for k, v in init.items()}},
-             "params": {k: wire.encode_input(v) for k, v in params.items()},
-             "input": self._encode(x), "device": self.device, "dtype": dtype},
-            f"{name}(...).forward(x)")
+        reply = self.session.request(self.module_request(name, init, params, x, dtype), f"{name}(...).forward(x)")
         shapes = reply.get("params")
         if not isinstance(shapes, dict):
-            raise BadReply("malformed parameter list")
+            raise BadReply(_("malformed parameter list"))
         value = reply.get("value")
         return (None if value is None else decode(value)), shapes
+
+    def grad(self, target, cotangents, small):
+        """Run the student's code forward and backward in float64 (see gradients.py).
+
+        target, small: gradients.function_target(...) or gradients.module_target(...), the
+        second for torch.autograd.gradcheck; cotangents: one array per output.
+        Returns a gradients.Gradients (plain, checked data).
+        """
+        from . import gradients
+        reply = self.session.request(
+            {"op": "grad", **target, "cotangents": [wire.encode_input(c) for c in cotangents], "small": small},
+            f"{target['name']}(...) and its backward pass")
+        return gradients.decode_reply(reply, target)
+
+    def call_request(self, name, *args, **kwargs):
+        """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""
+        return {"op": "call", "name": name, "args": [self._encode(a) for a in args],
+                "kwargs": {k: self._encode(v) for k, v in kwargs.items()}}
+
+    def module_request(self, name, init, params, x, dtype="float64"):
+        """The request that builds the student's module and runs forward (sent by `module`, or to `measure`)."""
+        return {"op": "module", "name": name, "init": {"kwargs": {k: self._encode(v) for k, v in init.items()}},
+                "params": {k: wire.encode_input(v) for k, v in params.items()},
+                "input": self._encode(x), "device": self.device, "dtype": dtype}
+
+    def measure(self, request, what, forbidden=(), count=True):
+        """Run a call_request / module_request with the child's meters on (child/meters.py).
+
+        forbidden: dotted names of APIs to watch for; count=False watches for them only.
+        Returns a complexity.Measurement (plain, checked counts); the value never comes back.
+        """
+        from . import complexity
+        # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
+        reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
+                                      "count": bool(count), "python_memory": self.framework == "numpy"}, what)
+        return complexity.decode_measurement(reply)
 
 
 # ------------------------------------------------------------------ expectations
@@ -180,13 +213,15 @@ def expect_pair(value, what, names=("out", "weights")):
     """The student returned two things (a tuple or list of 2)."""
     if isinstance(value, Seq) and len(value.items) == 2:
         return value.items
-    raise CheckFailed(f"{what} should return a pair ({', '.join(names)}); it returned {describe_value(value)}.")
+    raise CheckFailed(_("{what} should return a pair ({names}); it returned {got}.",
+                        what=what, names=", ".join(names), got=describe_value(value)))
 
 
 def expect_seq(value, n, what, names):
     if isinstance(value, Seq) and len(value.items) == n:
         return value.items
-    raise CheckFailed(f"{what} should return {n} values ({', '.join(names)}); it returned {describe_value(value)}.")
+    raise CheckFailed(_("{what} should return {n} values ({names}); it returned {got}.",
+                        what=what, n=n, names=", ".join(names), got=describe_value(value)))
 
 
 def expect_array(value, what, framework, device=None):
@@ -195,30 +230,34 @@ def expect_array(value, what, framework, device=None):
         if isinstance(value, Returned) and value.kind == "ndarray" and value.type == "numpy.ndarray":
             return value
         if isinstance(value, Returned) and value.kind == "ndarray":
-            raise CheckFailed(f"{what} returned a {value.type}, a subclass of numpy.ndarray; "
-                              "return a plain numpy.ndarray (np.asarray(result)).")
+            raise CheckFailed(_("{what} returned a {type}, a subclass of numpy.ndarray; "
+                                "return a plain numpy.ndarray (np.asarray(result)).", what=what, type=value.type))
         if isinstance(value, Returned) and value.kind == "numpy-scalar":
-            raise CheckFailed(f"{what} returned a single number ({value.type}), not an array: "
-                              "did a sum or max drop the axes you needed (keepdims=True)?")
+            raise CheckFailed(_("{what} returned a single number ({type}), not an array: "
+                                "did a sum or max drop the axes you needed (keepdims=True)?",
+                                what=what, type=value.type))
         if isinstance(value, Returned) and value.kind == "tensor":
-            raise CheckFailed(f"{what} returned a torch tensor; this step works with numpy arrays.")
-        raise CheckFailed(f"{what} should return a numpy array; it returned {describe_value(value)}.")
+            raise CheckFailed(_("{what} returned a torch tensor; this step works with numpy arrays.", what=what))
+        raise CheckFailed(_("{what} should return a numpy array; it returned {got}.",
+                            what=what, got=describe_value(value)))
     if isinstance(value, Returned) and value.kind == "tensor":
         if device is not None and value.device is not None and value.device.split(":")[0] != device.split(":")[0]:
-            raise CheckFailed(f"{what} returned a tensor on {value.device}, but its input was on {device}: "
-                              "create new tensors with device=x.device (or use *_like functions).")
+            raise CheckFailed(_("{what} returned a tensor on {got}, but its input was on {device}: "
+                                "create new tensors with device=x.device (or use *_like functions).",
+                                what=what, got=value.device, device=device))
         return value
-    raise CheckFailed(f"{what} should return a torch tensor; it returned {describe_value(value)}.")
+    raise CheckFailed(_("{what} should return a torch tensor; it returned {got}.",
+                        what=what, got=describe_value(value)))
 
 
 def expect_shape(got, shape, what, variants=None):
     shape = tuple(shape)
     if got.shape == shape:
         return
-    msg = f"{what} has shape {got.shape}; expected {shape}."
+    msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
     found = _diagnose(got, variants or {}, None)
     if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
-        msg += " The last two axes look swapped."
+        msg += _(" The last two axes look swapped.")
     raise CheckFailed(msg + ("\n" + misconceptions.describe(found) if found else ""), found)
 
 
@@ -228,11 +267,13 @@ def expect_dtype(request, got, input_dtype, what, framework):
     if got.dtype == str(input_dtype):
         return
     if framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
-        note(request, f"{what}: float32 input gave a float64 result. Accepted: NumPy 2 promotes float32 "
-                      "when you divide by np.sqrt(...) (a float64 scalar). `x / math.sqrt(d)` keeps float32.")
+        note(request, _("{what}: float32 input gave a float64 result. Accepted: NumPy 2 promotes float32 "
+                        "when you divide by np.sqrt(...) (a float64 scalar). `x / math.sqrt(d)` keeps float32.",
+                        what=what))
         return
-    raise CheckFailed(f"{what} has dtype {got.dtype}; expected {input_dtype}, the dtype of the input. "
-                      "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.")
+    raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
+                        "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.",
+                        what=what, got=got.dtype, dtype=input_dtype))
 
 
 @dataclass
@@ -294,27 +335,33 @@ PRECISION = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
 def expect_close(got, expected, what, dtype, level="op", variants=None):
     """The student's values match the float64 reference within the dtype's tolerance.
 
+    level: "op" or "composed" (see tolerances.py), or an explicit (rtol, atol).
+
     On failure the message says how many values match, where the worst one is, and names the
     mistake when a variant (a known mistake applied to the reference) matches instead.
     """
     if PRECISION.get(got.dtype, 0) < PRECISION.get(str(dtype), 0):
-        raise CheckFailed(f"{what} has dtype {got.dtype}; expected {dtype}, the dtype of the input. "
-                          "Lower precision loses digits the check needs: don't cast the result down.")
-    rtol, atol = tolerance(dtype, level)
+        raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
+                            "Lower precision loses digits the check needs: don't cast the result down.",
+                            what=what, got=got.dtype, dtype=dtype))
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
     cmp = compare(got.array, expected, rtol, atol)
     if cmp.ok:
         return
     found = _diagnose(got, variants or {}, (rtol, atol))
     if cmp.bad_nonfinite:
-        msg = (f"{what}: {cmp.bad_nonfinite} of {cmp.n} values are NaN or infinite where the expected "
-               f"values are finite (first at index {cmp.worst_index}).")
+        msg = _("{what}: {bad} of {n} values are NaN or infinite where the expected "
+                "values are finite (first at index {index}).",
+                what=what, bad=cmp.bad_nonfinite, n=cmp.n, index=cmp.worst_index)
     else:
         # enough digits to show where the two numbers part
         digits = 6 if abs(cmp.worst_got - cmp.worst_expected) > 1e-5 * abs(cmp.worst_expected) else 12
-        msg = (f"{what}: {cmp.n - cmp.n_close} of {cmp.n} values differ from the expected ones "
-               f"({cmp.share_close:.0%} match, tolerance rtol={rtol:g}, atol={atol:g} for {dtype}). "
-               f"Worst at index {cmp.worst_index}: expected {cmp.worst_expected:.{digits}g}, "
-               f"got {cmp.worst_got:.{digits}g}.")
+        msg = _("{what}: {bad} of {n} values differ from the expected ones "
+                "({share} match, tolerance rtol={rtol}, atol={atol} for {dtype}). "
+                "Worst at index {index}: expected {expected}, got {got}.",
+                what=what, bad=cmp.n - cmp.n_close, n=cmp.n, share=f"{cmp.share_close:.0%}",
+                rtol=f"{rtol:g}", atol=f"{atol:g}", dtype=dtype, index=cmp.worst_index,
+                expected=f"{cmp.worst_expected:.{digits}g}", got=f"{cmp.worst_got:.{digits}g}")
     if found:
         msg += "\n" + misconceptions.describe(found)
     raise CheckFailed(msg, found)
@@ -324,24 +371,26 @@ def expect_finite(got, what, hint):
     bad = ~np.isfinite(np.asarray(got.array, dtype=np.float64))
     if bad.any():
         first = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise CheckFailed(f"{what}: {int(bad.sum())} of {bad.size} values are NaN or infinite "
-                          f"(first at index {first}). {hint}")
+        raise CheckFailed(_("{what}: {bad} of {n} values are NaN or infinite (first at index {index}). {hint}",
+                            what=what, bad=int(bad.sum()), n=bad.size, index=first, hint=hint))
 
 
-def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=("out", "weights"), extra=None):
+def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=("out", "weights"), extra=None,
+                     level="composed"):
     """Both outputs of an attention call match the reference (expected = (out, weights)).
 
     mistakes: {id: (out, weights)} from variants; a mistake is named only when it explains both.
+    level: as in expect_close (an explicit (rtol, atol) for large scores, see tolerances.py).
     """
     problems = []
     for got, exp, name in ((weights, expected[1], names[1]), (out, expected[0], names[0])):
         try:
-            expect_close(got, exp, f"{what}: {name}", dtype, level="composed")
+            expect_close(got, exp, f"{what}: {name}", dtype, level=level)
         except CheckFailed as failure:
             problems.append(failure.message)
     if not problems:
         return
-    rtol, atol = tolerance(dtype, "composed")
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
     found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
              if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
              and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]

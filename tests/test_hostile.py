@@ -25,7 +25,9 @@ MODE = isolation.choose_mode()
 NEEDS_ISOLATION = pytest.mark.skipif(MODE == "process", reason="no namespaces or uid separation on this "
                                      "machine (run as root, or allow user namespaces)")
 
-# case -> (score of the hostile step, a phrase its first failed check's message must hold)
+# case -> (score of the hostile step, a phrase its first failed check's message must hold).
+# Code that runs keeps 4.9 (vectorised) and 4.10 (no library softmax), a point each, whatever it
+# returns: those judge how it computes, the other checks what (tests/test_rules.py).
 EXPECTED = {
     "base_exception": (0, "softmax(...) raised Escape: out of here"),
     "daemon": (10, None),
@@ -35,25 +37,26 @@ EXPECTED = {
     "fork_bomb": (10, None),
     "keyboard_interrupt": (0, "softmax(...) raised KeyboardInterrupt: ha"),
     "lazy_array": (0, "softmax(...) timed out after 2 s"),
-    "list_result": (0, "should return a numpy array; it returned a list of 2 items"),
+    "list_result": (2, "should return a numpy array; it returned a list of 2 items"),
     "loop_at_import": (0, "04_softmax.py (loading it) timed out after 2 s"),
     "memory_hog": (0, "softmax(...) used more than 1 GiB of memory (the limit)"),
-    "nan_result": (1, "42 of 42 values are NaN or infinite where the expected values are finite"),
+    "nan_result": (3, "42 of 42 values are NaN or infinite where the expected values are finite"),
     "network": (10, None),
-    "object_array": (0, "it returned a numpy.ndarray of dtype object"),
+    "object_array": (2, "it returned a numpy.ndarray of dtype object"),
     "os_exit_at_import": (0, "your code exited (exit code 3) while running 04_softmax.py (loading it)"),
     "os_exit_in_call": (0, "your code exited (exit code 7) while running softmax(...)"),
-    "patch_numpy": (1, "42 of 42 values differ from the expected ones"),
-    "print_flood": (10, None),
-    "read_solutions": (1, "42 of 42 values differ from the expected ones"),
+    "patch_numpy": (3, "42 of 42 values differ from the expected ones"),
+    # its 5 MB strings, made in every call, are memory the call holds: the memory check (4.9) sees them
+    "print_flood": (9, "times the memory its results take"),
+    "read_solutions": (3, "42 of 42 values differ from the expected ones"),
     "segfault": (0, "your code crashed (signal 11, SIGSEGV) while running softmax(...)"),
     "signal_grader": (10, None),
     "sleep_in_call": (0, "softmax(...) timed out after 2 s"),
-    "sneaky_subclass": (0, "returned a submission.Always, a subclass of numpy.ndarray"),
+    "sneaky_subclass": (2, "returned a submission.Always, a subclass of numpy.ndarray"),
     "stderr_warning": (10, None),
     "syntax_error": (0, "Running your file stopped with SyntaxError"),
     "tamper_kit": (10, None),
-    "wrong_dtype": (1, "has dtype float16; expected float64"),
+    "wrong_dtype": (3, "has dtype float16; expected float64"),
 }
 # cases whose expected outcome holds only when the child is walled off (namespaces / own uid)
 ISOLATION_CASES = {"daemon", "network", "read_solutions", "tamper_kit", "signal_grader"}

@@ -7,7 +7,9 @@ two subprocesses (numpy steps, torch steps: one per core), and each case must:
 
 - be diagnosed with exactly its own id, and no other id anywhere in the step;
 - fail exactly the checks listed (so the step loses exactly those checks' points);
-- while the correct template gets full marks and no misconception at all.
+- while the correct template gets full marks and no misconception at all;
+- and, graded once more with the messages in Chinese, fail the same checks with the same ids,
+  the diagnosis shown in Chinese.
 
 `samples/unusual_style` and the source notebooks (other correct styles) are checked for "no
 misconception" by tests/test_samples.py.
@@ -19,7 +21,7 @@ from string import Template
 
 import pytest
 
-from autograder import contract, misconceptions
+from autograder import contract, i18n, misconceptions
 from conftest import ROOT
 
 # ------------------------------------------------------------------ correct templates, one per step
@@ -28,35 +30,40 @@ TEMPLATES = {
 import numpy as np
 
 def project_qkv(X, W_Q, W_K, W_V):
+    $early
     mats = {"q": W_Q, "k": W_K, "v": W_V}
     return tuple(np.einsum("...i,ij->...j", X, mats[name]) for name in "$order")
-''', order="qkv"),
+''', order="qkv", early="pass"),
     "02_scores": dict(code='''
 import numpy as np
 
 def attention_scores(Q, K):
+    $early
     return np.einsum("$spec", Q, K)
-''', spec="...qd,...kd->...qk"),
+''', spec="...qd,...kd->...qk", early="pass"),
     "03_scaling": dict(code='''
 import math
 import numpy as np
 
 def scale_scores(scores, d_k):
+    $early
     return np.multiply(scores, $factor)
-''', factor="1.0 / math.sqrt(d_k)"),
+''', factor="1.0 / math.sqrt(d_k)", early="pass"),
     "04_softmax": dict(code='''
 import numpy as np
 
 def softmax(x, axis=-1):
+    $early
     ax = $axis
     z = $shifted
     p = np.exp(z)
     return p / p.sum(axis=ax, keepdims=True)
-''', axis="axis", shifted="x - np.amax(x, axis=ax, keepdims=True)"),
+''', axis="axis", shifted="x - np.amax(x, axis=ax, keepdims=True)", early="pass"),
     "05_weighted_sum": dict(code='''
 import numpy as np
 
 def weighted_sum(weights, V):
+    $ws_early
     return np.einsum("$mix", weights, V)
 
 def self_attention(X, W_Q, W_K, W_V):
@@ -67,7 +74,7 @@ def self_attention(X, W_Q, W_K, W_V):
     w = e / e.sum(axis=$axis, keepdims=True)
     return weighted_sum(w, v), w
 ''', mix="...qk,...kv->...qv", wq="W_Q", wk="W_K", wv="W_V", scores="...id,...jd->...ij",
-        scale="/ np.sqrt(k.shape[-1])", shift="s.max(axis=-1, keepdims=True)", axis="-1"),
+        scale="/ np.sqrt(k.shape[-1])", shift="s.max(axis=-1, keepdims=True)", axis="-1", ws_early="pass"),
     "06_multi_head": dict(code='''
 import torch
 
@@ -116,14 +123,14 @@ class MultiHeadSelfAttention(nn.Module):
     def forward(self, x):
         B, T, D = x.shape
         q, k, v = ($split for t in $multi_qkv)
-        o, w = attend(q, k, v, $head_dim)
+        o, w = $attend(q, k, v, $head_dim)
         o = $merge
         return $out, w
 ''', scores="...id,...jd->...ij", scale="/ math.sqrt(d)", softmax="s.softmax(-1)", mix="...ij,...jd->...id",
         single_qkv="self.W_q(x), self.W_k(x), self.W_v(x)",
         multi_qkv="(self.q_proj(x), self.k_proj(x), self.v_proj(x))",
         split="t.view(B, T, self.h, -1).permute(0, 2, 1, 3)", head_dim="D // self.h",
-        merge="o.permute(0, 2, 1, 3).reshape(B, T, D)", out="self.out_proj(o)"),
+        merge="o.permute(0, 2, 1, 3).reshape(B, T, D)", out="self.out_proj(o)", attend="attend"),
 }
 
 # ------------------------------------------------------------------ the mistakes
@@ -153,36 +160,72 @@ CASES = [
     ("scale-by-d", "05_weighted_sum", dict(scale="/ k.shape[-1]"), "5.4 5.5"),
     ("scale-by-d-model", "05_weighted_sum", dict(scale="/ np.sqrt(X.shape[-1])"), "5.4 5.5"),
 
+    # a wrong forward has wrong gradients too: 6.13 compares them with the reference's
     ("heads-reshape-no-transpose", "06_multi_head",
-     dict(split="x.reshape(x.shape[0], num_heads, x.shape[1], -1)"), "6.1 6.4 6.5"),
+     dict(split="x.reshape(x.shape[0], num_heads, x.shape[1], -1)"), "6.1 6.4 6.5 6.13"),
     ("heads-merge-no-transpose", "06_multi_head", dict(merge="x.reshape(x.shape[0], x.shape[2], -1)"),
-     "6.2 6.4 6.5"),
-    ("missing-output-projection", "06_multi_head", dict(out="merged"), "6.4 6.5"),
-    ("projection-swapped", "06_multi_head", dict(wq="W_V", wv="W_Q"), "6.4 6.5"),
-    ("scores-transposed", "06_multi_head", dict(scores="bhjd,bhid->bhij"), "6.4 6.5"),
-    ("weights-transposed", "06_multi_head", dict(mix="bhji,bhjd->bhid"), "6.4 6.5"),
-    ("softmax-wrong-axis", "06_multi_head", dict(softmax="torch.softmax(s, dim=-2)"), "6.4 6.5 6.6"),
+     "6.2 6.4 6.5 6.13"),
+    ("missing-output-projection", "06_multi_head", dict(out="merged"), "6.4 6.5 6.13"),
+    ("projection-swapped", "06_multi_head", dict(wq="W_V", wv="W_Q"), "6.4 6.5 6.13"),
+    ("scores-transposed", "06_multi_head", dict(scores="bhjd,bhid->bhij"), "6.4 6.5 6.13"),
+    ("weights-transposed", "06_multi_head", dict(mix="bhji,bhjd->bhid"), "6.4 6.5 6.13"),
+    ("softmax-wrong-axis", "06_multi_head", dict(softmax="torch.softmax(s, dim=-2)"), "6.4 6.5 6.6 6.13"),
     ("softmax-unstable", "06_multi_head", dict(softmax="s.exp() / s.exp().sum(dim=-1, keepdim=True)"), "6.7"),
-    ("scale-multiplied", "06_multi_head", dict(scale="/ q.shape[-1] ** -0.5"), "6.4 6.5"),
-    ("scale-missing", "06_multi_head", dict(scale=""), "6.4 6.5"),
-    ("scale-by-d", "06_multi_head", dict(scale="/ q.shape[-1]"), "6.4 6.5"),
-    ("scale-by-d-model", "06_multi_head", dict(scale="/ x.shape[-1] ** 0.5"), "6.4 6.5"),
+    ("scale-multiplied", "06_multi_head", dict(scale="/ q.shape[-1] ** -0.5"), "6.4 6.5 6.13"),
+    ("scale-missing", "06_multi_head", dict(scale=""), "6.4 6.5 6.13"),
+    ("scale-by-d", "06_multi_head", dict(scale="/ q.shape[-1]"), "6.4 6.5 6.13"),
+    ("scale-by-d-model", "06_multi_head", dict(scale="/ x.shape[-1] ** 0.5"), "6.4 6.5 6.13"),
+    ("detached-graph", "06_multi_head", dict(softmax="torch.nn.functional.softmax(s.detach(), dim=-1)"),
+     "6.13"),
 
-    # in `attend`, shared by both modules: both lose their numbers checks
-    ("scale-multiplied", "07_full_module", dict(scale="/ d ** -0.5"), "7.2 7.3 7.5 7.6 7.7"),
-    ("scale-missing", "07_full_module", dict(scale=""), "7.2 7.3 7.5 7.6 7.7"),
-    ("scale-by-d", "07_full_module", dict(scale="/ d"), "7.2 7.3 7.5 7.6 7.7"),
-    ("scores-transposed", "07_full_module", dict(scores="...jd,...id->...ij"), "7.2 7.3 7.5 7.6 7.7"),
-    ("weights-transposed", "07_full_module", dict(mix="...ji,...jd->...id"), "7.2 7.3 7.5 7.6 7.7"),
-    ("softmax-wrong-axis", "07_full_module", dict(softmax="s.softmax(-2)"), "7.2 7.3 7.5 7.6 7.7 7.8"),
+    # in `attend`, shared by both modules: both lose their numbers checks (and 7.14, their gradients)
+    ("scale-multiplied", "07_full_module", dict(scale="/ d ** -0.5"), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("scale-missing", "07_full_module", dict(scale=""), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("scale-by-d", "07_full_module", dict(scale="/ d"), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("scores-transposed", "07_full_module", dict(scores="...jd,...id->...ij"), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("weights-transposed", "07_full_module", dict(mix="...ji,...jd->...id"), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("softmax-wrong-axis", "07_full_module", dict(softmax="s.softmax(-2)"), "7.2 7.3 7.5 7.6 7.7 7.8 7.14"),
     ("projection-swapped", "07_full_module",
      dict(single_qkv="self.W_v(x), self.W_k(x), self.W_q(x)",
-          multi_qkv="(self.v_proj(x), self.k_proj(x), self.q_proj(x))"), "7.2 7.3 7.5 7.6 7.7"),
+          multi_qkv="(self.v_proj(x), self.k_proj(x), self.q_proj(x))"), "7.2 7.3 7.5 7.6 7.7 7.14"),
     # in the multi-head module only
-    ("scale-by-d-model", "07_full_module", dict(head_dim="D"), "7.5 7.6 7.7"),
-    ("heads-reshape-no-transpose", "07_full_module", dict(split="t.view(B, self.h, T, -1)"), "7.5 7.6 7.7"),
-    ("heads-merge-no-transpose", "07_full_module", dict(merge="o.reshape(B, T, D)"), "7.5 7.6 7.7"),
-    ("missing-output-projection", "07_full_module", dict(out="o"), "7.5 7.6 7.7"),
+    ("scale-by-d-model", "07_full_module", dict(head_dim="D"), "7.5 7.6 7.7 7.14"),
+    ("heads-reshape-no-transpose", "07_full_module", dict(split="t.view(B, self.h, T, -1)"), "7.5 7.6 7.7 7.14"),
+    ("heads-merge-no-transpose", "07_full_module", dict(merge="o.reshape(B, T, D)"), "7.5 7.6 7.7 7.14"),
+    ("missing-output-projection", "07_full_module", dict(out="o"), "7.5 7.6 7.7 7.14"),
+    # a cut graph in `attend`: the values are right, the gradients are not
+    ("detached-graph", "07_full_module", dict(softmax="s.detach().softmax(-1)"), "7.14"),
+
+    # right values, found by the complexity check (counts) or the api check (calls), and only there
+    ("not-vectorized", "01_projection",
+     dict(early="return tuple(np.stack([row @ W for row in np.moveaxis(X, -2, 0)], axis=-2) for W in (W_Q, W_K, W_V))"),
+     "1.7"),
+    ("not-vectorized", "02_scores", dict(early='return np.stack([np.einsum("...d,...kd->...k", Q[..., i, :], K) '
+                                                'for i in range(Q.shape[-2])], axis=-2)'), "2.7"),
+    ("not-vectorized", "03_scaling",
+     dict(early="return np.stack([s * (1.0 / math.sqrt(d_k)) for s in np.moveaxis(scores, -1, 0)], axis=-1)"), "3.7"),
+    ("not-vectorized", "04_softmax",
+     dict(early="return np.apply_along_axis(lambda r: np.exp(r - r.max()) / np.exp(r - r.max()).sum(), axis, x)"),
+     "4.9"),
+    ("forbidden-api", "04_softmax",
+     dict(early="import torch; return torch.softmax(torch.from_numpy(x), axis).numpy()"), "4.10"),
+    ("not-vectorized", "05_weighted_sum",
+     dict(ws_early='return np.stack([np.einsum("...k,...kv->...v", w, V) for w in np.moveaxis(weights, -2, 0)], '
+                   'axis=-2)'), "5.8"),
+    ("broadcast-weighted-sum", "05_weighted_sum",
+     dict(ws_early="return (weights[..., :, :, None] * V[..., None, :, :]).sum(axis=-2)"), "5.8"),
+    # merge_heads one batch entry at a time
+    ("not-vectorized", "06_multi_head", dict(merge="torch.stack([xb.transpose(0, 1).flatten(1) for xb in x])"),
+     "6.11"),
+    ("forbidden-api", "06_multi_head",
+     dict(out="merge_heads(torch.nn.functional.scaled_dot_product_attention(q, k, v)) @ W_O"), "6.12"),
+    # one head at a time in the multi-head module (step 6 only notes it; step 7 charges it)
+    ("not-vectorized", "07_full_module",
+     dict(attend="(lambda q, k, v, d: tuple(torch.stack(r, 1) for r in zip(*[attend(q[:, i], k[:, i], v[:, i], d) "
+                 "for i in range(q.shape[1])])))"), "7.12"),
+    ("forbidden-api", "07_full_module",
+     dict(attend="(lambda q, k, v, d: (torch.nn.functional.scaled_dot_product_attention(q, k, v), "
+                 "attend(q, k, v, d)[1]))"), "7.13"),
 ]
 
 
@@ -203,13 +246,16 @@ def source(stem, slots=None):
 # ------------------------------------------------------------------ grading every case, once
 GRADE_MANY = '''
 import json, sys
-from autograder import grading
+from autograder import zygote
+zygote.start_unless_disabled()      # children forked warm, as `grade` does: each case costs no torch import
+from autograder import grading, i18n
 out = {}
-for folder, stem in json.load(sys.stdin):
-    report = grading.grade(folder, steps=[stem])
-    out[folder] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                    "status": c.status, "misconceptions": c.misconceptions, "output": c.output}
-                   for s in report.steps for c in s.checks]
+for folder, stem, lang in json.load(sys.stdin):
+    with i18n.language(lang):
+        report = grading.grade(folder, steps=[stem])
+    out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
+                                 "status": c.status, "misconceptions": c.misconceptions, "output": c.output}
+                                for s in report.steps for c in s.checks]
 json.dump(out, sys.stdout)
 '''
 
@@ -227,7 +273,9 @@ def graded(tmp_path_factory):
         (folder / f"{stem}.py").write_text(code)
         folders[label, stem] = str(folder)
     # numpy steps in one process, torch steps in another: the two cores grade side by side
-    groups = [[(f, s) for (_, s), f in folders.items() if contract.step_for_stem(s).framework == fw]
+    # every case once more in Chinese (the correct templates have no message to translate)
+    groups = [[(f, s, lang) for (label, s), f in folders.items() if contract.step_for_stem(s).framework == fw
+               for lang in (("en",) if label == "correct" else ("en", "zh"))]
               for fw in ("numpy", "torch")]
     procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
@@ -236,7 +284,9 @@ def graded(tmp_path_factory):
         out, err = proc.communicate(json.dumps(group), timeout=300)
         assert proc.returncode == 0, err
         results.update(json.loads(out))
-    return {key: results[folder] for key, folder in folders.items()}
+    # {(label, stem): English checks} and {(label, stem, "zh"): the same checks graded in Chinese}
+    return {**{key: results[folder + "|en"] for key, folder in folders.items()},
+            **{(*key, "zh"): results[folder + "|zh"] for key, folder in folders.items() if key[0] != "correct"}}
 
 
 def _summary(checks):
@@ -260,13 +310,33 @@ def test_mistake_is_named_at_its_step(graded, case):
     # exactly this id, never another one, and it is named by at least one numbers/stability check
     named = {m for c in checks for m in c["misconceptions"]}
     assert named == {mid}, _summary(checks)
-    assert any(mid in c["misconceptions"] and c["kind"] in ("numbers", "stability", "shape") for c in checks)
+    assert any(mid in c["misconceptions"] and c["kind"] in ("numbers", "stability", "shape", "gradients",
+                                                             "complexity", "api")
+               for c in checks)
     # so the step scores its points less exactly those checks' points
     assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points - sum(
         c["max_score"] for c in checks if c["number"] in failed)
     # and the student reads the diagnosis
     text = misconceptions.CATALOGUE[mid].diagnosis
     assert any(text in c["output"] for c in checks if mid in c["misconceptions"])
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_mistake_is_named_at_its_step_in_chinese(graded, case):
+    """The same grading in Chinese: the same checks fail with the same ids and points, and the
+    student reads the diagnosis in Chinese, with no English sentence of the catalogue left."""
+    mid, stem = case[:2]
+    english, chinese = graded[case_id(case), stem], graded[case_id(case), stem, "zh"]
+    def outcome(checks):
+        return [(c["number"], c["status"], c["score"], c["misconceptions"]) for c in checks]
+    assert outcome(chinese) == outcome(english), _summary(chinese)
+    with i18n.language("zh"):
+        text = i18n.translate(misconceptions.CATALOGUE[mid].diagnosis)
+    assert text != misconceptions.CATALOGUE[mid].diagnosis, f"no Chinese diagnosis for {mid}"
+    named = [c for c in chinese if mid in c["misconceptions"]]
+    assert any(text in c["output"] for c in named), _summary(chinese)
+    for c in named:
+        assert "Likely cause" not in c["output"] and misconceptions.CATALOGUE[mid].why not in c["output"], c["output"]
 
 
 def test_every_catalogued_mistake_has_a_case_at_every_step_it_can_occur():

@@ -1,7 +1,7 @@
 """The sample submissions get the grades they must: full marks, zero, and the lesson's mistakes named."""
 import re
 
-from autograder import contract
+from autograder import contract, i18n, misconceptions
 from conftest import by_step, tags_of
 
 ALL_POINTS = sum(s.points for s in contract.STEPS)
@@ -87,3 +87,47 @@ def test_messages_never_show_grader_internals(graded):
         for t in results["tests"]:
             for needle in ("autograder/", "runner.py", "_pytest", "site-packages", "Traceback (most recent"):
                 assert needle not in t["output"], (sub, t["number"], t["output"])
+
+
+CJK = re.compile("[\u4e00-\u9fff]")
+
+
+def test_lesson_in_chinese_gets_the_same_grades_in_chinese_words(graded):
+    """`--lang zh` changes the words, never the grade: the same checks pass and fail with the same points
+    and misconception tags, and what the student reads is Chinese (code and numbers aside)."""
+    _, _, english = graded("samples/lesson")
+    code, out, chinese = graded("samples/lesson", "--lang", "zh")
+    assert code == 0, out
+
+    def outcome(results):
+        return [(t["number"], t["status"], t["score"], t["max_score"], t["tags"]) for t in results["tests"]]
+    assert outcome(chinese) == outcome(english)
+    assert chinese["score"] == english["score"]
+    for t in chinese["tests"]:
+        assert CJK.search(t["name"]), t["name"]                       # check titles and step titles too
+        assert CJK.search(t["output"]), (t["number"], t["output"])    # "通过。" for a passed check
+        for english_words in ("Likely cause", "Hint:", "Passed.", "values differ from the expected",
+                              "does not define", "(same message as"):
+            assert english_words not in t["output"], (t["number"], t["output"])
+    with i18n.language("zh"):
+        diagnosis = i18n.translate(misconceptions.CATALOGUE["scale-multiplied"].diagnosis)
+    named = [t for t in by_step(chinese)["07_full_module"] if "misconception:scale-multiplied" in t["tags"]]
+    assert named and all(diagnosis in t["output"] for t in named)
+    assert "总分" in chinese["output"] and "总计" in out            # results.json's summary, the terminal table
+
+
+def test_lesson_complexity_a_heads_loop_is_told_in_step_6_and_nothing_else_is_charged(graded):
+    """The lesson's multi-head demo loops over the heads: step 6 tells it in a note and keeps the point.
+    Its other code is vectorised and calls no forbidden API, so the complexity and api checks fail
+    only in step 7, whose MultiHeadSelfAttention the lesson never defines."""
+    _, _, results = graded("samples/lesson")
+    rules = {t["number"]: t for t in results["tests"]
+             if {"kind:complexity", "kind:api"} & set(t["tags"])}
+    assert len(rules) == 10                      # one complexity check per step, api checks in 4, 6, 7
+    assert "it loops over the heads, as the lesson's demo does" in rules["6.11"]["output"]
+    assert "with 2, 4, 8 heads your code" in rules["6.11"]["output"]
+    failed = {n for n, t in rules.items() if t["status"] != "passed"}
+    assert failed == {"7.12", "7.13"}
+    assert all("does not define `MultiHeadSelfAttention`" in rules[n]["output"] for n in failed)
+    # its K.T cannot take batch axes: the batch is not measured (told), the checks with batch axes charge it
+    assert "raised ValueError on inputs with batch axes" in rules["2.7"]["output"]

@@ -10,6 +10,11 @@ Requests (one JSON message each) and replies:
   {"op": "call", "name", "args", "kwargs"}            -> {"ok", "value", "mutated"} | {"ok": false, "error"}
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
                                                       -> {"ok", "value", "params"} | {"ok": false, "error"}
+  {"op": "grad", "name", "inputs", ..., "cotangents", "small"}   (see grad())
+                                                      -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
+  {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
+   "python_memory"}
+                                                      -> {"ok", "meters", "params"}   (see measure())
 """
 import os
 import signal
@@ -51,6 +56,7 @@ import numpy as np  # noqa: E402
 # -I keeps this folder off sys.path; wire.py sits beside this file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import wire  # noqa: E402
+import meters  # noqa: E402  (before any student code: it keeps the real sys.settrace)
 del sys.path[0]
 
 # Grading code that must not be importable from here, whatever sys.path says.
@@ -176,18 +182,35 @@ def _lookup(name):
     return STUDENT.__dict__[name]
 
 
-def call(req):
+def _direct(fn, *args, **kwargs):
+    return fn(*args, **kwargs)
+
+
+def call(req, run=_direct):
     fn = _lookup(req["name"])
     args = [_to_value(r) for r in req.get("args", [])]
     kwargs = {k: _to_value(r) for k, r in req.get("kwargs", {}).items()}
     before = [_fingerprint(a) for a in args]
-    value = fn(*args, **kwargs)
+    value = run(fn, *args, **kwargs)
     mutated = [i for i, a in enumerate(args) if before[i] is not None and _fingerprint(a) != before[i]]
     return {"ok": True, "value": wire.encode(value), "mutated": mutated}
 
 
-def module(req):
+def module(req, run=_direct):
     """Build the student's nn.Module, load the grader's parameters by name, run forward."""
+    mod, shapes = _build_module(req)
+    if mod is None:
+        return {"ok": True, "value": None, "params": shapes}
+    x = _to_value(req["input"])
+    value = run(mod, x)
+    return {"ok": True, "value": wire.encode(value), "params": shapes}
+
+
+def _build_module(req):
+    """The student's module `name(**init)` holding the grader's `params`, in eval mode.
+
+    Returns (module, {parameter name: shape}); module is None when the parameters did not fit.
+    """
     import torch
     cls = _lookup(req["name"])
     init = req.get("init", {})
@@ -199,7 +222,7 @@ def module(req):
     missing = sorted(set(wanted) - set(own))
     wrong = sorted(k for k in wanted if k in own and list(own[k].shape) != wanted[k]["shape"])
     if missing or wrong:
-        return {"ok": True, "value": None, "params": shapes}
+        return None, shapes
     # convert first, then copy: float64 checks get the grader's float64 weights unrounded
     mod = mod.to(dtype=getattr(torch, req.get("dtype", "float32")))
     own = dict(mod.named_parameters())
@@ -208,12 +231,154 @@ def module(req):
             own[name].copy_(torch.from_numpy(wire.decode_array(rec)))
     mod = mod.to(device=req.get("device", "cpu"))
     mod.eval()                      # a student's dropout must not make the output random
-    x = _to_value(req["input"])
-    value = mod(x)
-    return {"ok": True, "value": wire.encode(value), "params": shapes}
+    return mod, shapes
 
 
-HANDLERS = {"call": call, "module": module}
+# ------------------------------------------------------------------ gradients
+def _leaf(rec):
+    """A float64 CPU tensor that requires grad, from an input record."""
+    import torch
+    return torch.from_numpy(wire.decode_array(rec)).to(torch.float64).requires_grad_(True)
+
+
+def _target(req):
+    """The student's code as run(*tensors), and the float64 leaves it is differentiated by.
+
+    A function: {"name", "names", "inputs", "extra"}: leaves are the inputs, in order; `extra`
+    are further arguments (num_heads). A module: {"name", "init", "params", "inputs": [x]}:
+    leaves are "x" then the module's own parameters (leaves already), which run() swaps for the
+    tensors it is given (torch.func.functional_call) unless they are those parameters.
+    Returns (run, leaves {name: tensor}, module's {parameter: shape} or None); run is None when
+    the module's parameters did not fit.
+    """
+    import torch
+    if "init" not in req:
+        fn = _lookup(req["name"])
+        leaves = {n: _leaf(r) for n, r in zip(req["names"], req["inputs"])}
+        extra = [_to_value(r) for r in req.get("extra", [])]
+        return (lambda *ts: fn(*ts, *extra)), leaves, None
+    mod, shapes = _build_module(dict(req, dtype="float64", device="cpu"))
+    if mod is None:
+        return None, {}, shapes
+    params = dict(mod.named_parameters())
+
+    def run(x, *ps):
+        if all(p is params[n] for n, p in zip(params, ps)):
+            return mod(x)
+        return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
+    return run, {"x": _leaf(req["inputs"][0]), **params}, shapes
+
+
+def _tensors(value):
+    """The tensors among a returned tuple/list (or the value itself), in order."""
+    import torch
+    items = value if isinstance(value, (tuple, list)) else (value,)
+    return [v for v in items if isinstance(v, torch.Tensor)]
+
+
+def _gradcheck(spec):
+    """torch.autograd.gradcheck of the student's code on a small float64 case: does its backward
+    agree with finite differences of its own forward? {"ok", "message" (bounded), "inputs"}."""
+    import torch
+    from torch.autograd.gradcheck import GradcheckError
+    try:
+        run, leaves, _ = _target(spec)
+        if run is None:
+            return {"ok": False, "message": "the module's parameters did not fit", "inputs": []}
+
+        def f(*ts):
+            # copies: gradcheck perturbs its inputs in place and must not see the student's changes
+            return tuple(_tensors(run(*[t.clone() for t in ts])))
+        # fast_mode compares u^T J v for random u, v instead of the whole Jacobian: a wrong
+        # backward still shows (almost surely), at a hundredth of the cost (3 ms, not 0.15 s).
+        # The random vectors come from a fixed seed, so a regrade sees the same ones.
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            torch.autograd.gradcheck(f, tuple(leaves.values()), raise_exception=True, fast_mode=True)
+        return {"ok": True, "message": "", "inputs": list(leaves)}
+    except GradcheckError as exc:
+        # the first line names the output and input ("Jacobian mismatch for output 0 with respect
+        # to input 1,"); the matrices after it are too long to show
+        return {"ok": False, "message": str(exc).split("\n")[0][:300], "inputs": list(leaves)[:100]}
+    except BaseException as exc:   # the student's code raised on the small case
+        return {"ok": False, "error": student_error(exc)}
+
+
+def _backward(value, leaves, cotangent_recs):
+    """Gradients of sum_i <output_i, cotangent_i> with respect to every leaf that requires grad.
+
+    Outputs that do not require grad add nothing (the parent is told through "value").
+    Returns {name: encoded gradient or None (unused)}; {} when the outputs are not tensors shaped
+    like the cotangents (the parent reports the shapes) or none of them requires grad.
+    """
+    import torch
+    cotangents = [torch.from_numpy(wire.decode_array(r)) for r in cotangent_recs]
+    outs = list(value) if isinstance(value, (tuple, list)) else None
+    if (outs is None or len(outs) != len(cotangents)
+            or not all(isinstance(o, torch.Tensor) and tuple(o.shape) == tuple(g.shape)
+                       for o, g in zip(outs, cotangents))):
+        return {}
+    live = [(o, g.to(o.dtype)) for o, g in zip(outs, cotangents) if o.requires_grad]
+    names = [n for n, t in leaves.items() if t.requires_grad]
+    if not live or not names:
+        return {}
+    grads = torch.autograd.grad([o for o, _ in live], [leaves[n] for n in names], [g for _, g in live],
+                                allow_unused=True)
+    return {n: None if g is None else wire.encode(g) for n, g in zip(names, grads)}
+
+
+def grad(req):
+    """Forward and backward through the student's code in float64, on the grader's inputs.
+
+    Request: a target (see _target), "cotangents" (one per output) and "small" (a target for
+    gradcheck). Reply: {"ok", "value", "params", "mutated", "frozen", "grads", "backward_error",
+    "gradcheck"}; the outputs' requires_grad travels inside "value".
+    """
+    run, leaves, shapes = _target(req)
+    if run is None:
+        return {"ok": True, "value": None, "params": shapes}
+    # the student gets copies of the input leaves (a module keeps its own parameters): on a copy
+    # an in-place change is legal for autograd, as on any activation inside a network, so it can
+    # be seen and told, where torch would refuse it on the leaf itself
+    module = "init" in req
+    args = {n: (t if module and n != "x" else t.clone()) for n, t in leaves.items()}
+    before = {n: _fingerprint(t) for n, t in args.items()}
+    value = run(*args.values())
+    reply = {"ok": True, "value": wire.encode(value), "params": shapes,
+             "mutated": [n for n, t in args.items() if before[n] is not None and _fingerprint(t) != before[n]],
+             "frozen": [n for n, t in leaves.items() if not t.requires_grad],
+             "grads": {}, "backward_error": None, "gradcheck": None}
+    try:
+        reply["grads"] = _backward(value, leaves, req["cotangents"])
+    except BaseException as exc:   # a custom backward that raises, a graph broken by an in-place change
+        reply["backward_error"] = student_error(exc)
+    reply["gradcheck"] = _gradcheck(req["small"])
+    return reply
+
+
+# ------------------------------------------------------------------ measuring
+def measure(req):
+    """Run a "call" or "module" request with the meters on (meters.py); reply with their counts.
+
+    The request runs twice: first with the meters on and nothing kept, so that lazy imports and
+    first-call caches (the student's, numpy's, torch's, the meters' own) are not counted; then
+    measured. The value is not sent back: the numbers checks judge it. Only the module's
+    forward() is measured, not its construction.
+    Reply: {"ok", "meters": {...}, "params"} | {"ok": false, "error"}.
+    """
+    inner = req.get("request") or {}
+    handler = {"call": call, "module": module}.get(inner.get("op"))
+    if handler is None:
+        return {"ok": False, "error": {"type": "GraderProtocolError", "message": "measure: unknown request",
+                                       "traceback": ""}}
+    options = (req.get("forbidden") or [], bool(req.get("count", True)), bool(req.get("python_memory", True)))
+    handler(inner, run=meters.Meter(STUDENT_FILES, *options).run)
+    meter = meters.Meter(STUDENT_FILES, *options)
+    reply = handler(inner, run=meter.run)
+    return {"ok": True, "meters": meter.report(), "params": reply.get("params")}
+
+
+HANDLERS = {"call": call, "module": module, "grad": grad, "measure": measure}
 
 
 def handle(req):

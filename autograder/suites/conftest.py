@@ -3,6 +3,7 @@ import pytest
 
 from autograder.checks import Student
 from autograder.grading import SESSIONS
+from autograder.i18n import _
 
 
 @pytest.fixture(scope="module")
@@ -17,5 +18,5 @@ def cuda():
     """The CUDA device name; skips the check with a reason where no GPU is present."""
     import torch
     if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU on the grading machine; GPU checks carry no points and are skipped")
+        pytest.skip(_("no CUDA GPU on the grading machine; GPU checks carry no points and are skipped"))
     return "cuda"

@@ -1,8 +1,10 @@
 """Hidden suite, step 1: project_qkv(X, W_Q, W_K, W_V) -> (Q, K, V). 10 points."""
 import numpy as np
 
+from autograder import complexity
 from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_seq,
                                expect_shape)
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from solutions import step01_projection as ref
 
@@ -25,7 +27,7 @@ def _project(student, X, Ws, request=None, dtype="float64"):
     # every product X @ W_a, so a result computed with the wrong matrix can be recognised
     products = {n: X.astype(np.float64) @ W.astype(np.float64) for n, W in zip(NAMES, Ws)}
     for name, value, W in zip(NAMES, items, Ws):
-        arr = expect_array(value, f"{name} from {what}", "numpy")
+        arr = expect_array(value, _("{name} from {what}", name=name, what=what), "numpy")
         expect_shape(arr, X.shape[:-1] + (W.shape[1],), f"{name}",
                      variants={"projection-swapped": _other_product(name, arr.shape, products)})
         if request is not None:
@@ -45,7 +47,7 @@ def _expect_values(got, products, dtype):
                      variants={"projection-swapped": _other_product(name, arr.shape, products)})
 
 
-@check("1.1", points=2, kind="shape")
+@check("1.1", points=1, kind="shape")
 def test_shapes(student):
     """Returns (Q, K, V) with shapes (..., T, d_k), (..., T, d_k), (..., T, d_v)"""
     X, Ws = _inputs("1.1")
@@ -92,9 +94,25 @@ def test_tokens_independent(student):
     """Each token is projected on its own: reordering the tokens reorders Q, K and V"""
     X, Ws = _inputs("1.6")
     order = np.array([3, 0, 4, 1, 2])
-    got, _ = _project(student, X, Ws)
-    again, _ = _project(student, X[..., order, :], Ws)
+    got, _products = _project(student, X, Ws)
+    again, _products = _project(student, X[..., order, :], Ws)
     for name, a, b in zip(NAMES, got, again):
         if not np.allclose(a.array[..., order, :], b.array, rtol=1e-10, atol=1e-12):
-            raise CheckFailed(f"{name}: reordering the tokens of X should only reorder the rows of {name}. "
-                              "Each row of X is projected by the same matrix, independently of the others.")
+            raise CheckFailed(_("{name}: reordering the tokens of X should only reorder the rows of {name}. "
+                                "Each row of X is projected by the same matrix, independently of the others.",
+                                name=name))
+
+
+# ------------------------------------------------------------------ complexity (counted, never timed)
+def _complexity_inputs(B, T):
+    """X ([B,] T, 64) and W_Q, W_K (64, 32), W_V (64, 24): wide enough that an (..., T, d_model, d_k)
+    intermediate from broadcasting X against W is far over the memory allowance."""
+    X = randn((STEP, "1.7", B, T, "X"), ((B,) if B else ()) + (T, 64))
+    return [X] + [randn((STEP, "1.7", n), (64, d), scale=0.125) for n, d in zip(NAMES, (32, 32, 24))]
+
+
+@check("1.7", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
+    complexity.expect_numpy_step(request, student, "project_qkv", _complexity_inputs, ref.project_qkv,
+                                 "project_qkv(X, W_Q, W_K, W_V)")

@@ -1,8 +1,9 @@
 """Hidden suite, step 2: attention_scores(Q, K) -> Q K^T. 10 points."""
 import numpy as np
 
-from autograder import variants
+from autograder import complexity, variants
 from autograder.checks import CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from autograder.sandbox import StudentRaised
 from solutions import step02_scores as ref
@@ -22,8 +23,9 @@ def _scores(student, Q, K, Q64=None, K64=None):
         value = student.call("attention_scores", Q, K)
     except StudentRaised as raised:
         if raised.error.get("type") == "ValueError" and "matmul" in raised.error.get("message", "") and Q.ndim > 2:
-            raise CheckFailed(raised.student_message() + "\nHint: with batch axes, `K.T` reverses *every* "
-                              "axis, not just the last two; use np.swapaxes(K, -1, -2).") from None
+            raise CheckFailed(raised.student_message() + _("\nHint: with batch axes, `K.T` reverses *every* "
+                                                             "axis, not just the last two; use np.swapaxes(K, -1, -2).")
+                              ) from None
         raise
     got = expect_array(value, what, "numpy")
     Q64 = Q if Q64 is None else Q64
@@ -33,7 +35,7 @@ def _scores(student, Q, K, Q64=None, K64=None):
     return got, what, {"scores-transposed": transposed}
 
 
-@check("2.1", points=2, kind="shape")
+@check("2.1", points=1, kind="shape")
 def test_shape(student):
     """Scores have shape (..., T_q, T_k) for T_q != T_k"""
     _scores(student, *_qk("2.1"))
@@ -75,9 +77,24 @@ def test_self_attention_case(student):
 @check("2.6", points=1, kind="property")
 def test_symmetric_with_itself(student):
     """attention_scores(Q, Q) is symmetric: q_i . q_j = q_j . q_i"""
-    Q, _ = _qk("2.6")
-    got, what, _ = _scores(student, Q, Q)
+    Q, _K = _qk("2.6")
+    got, what, _mistakes = _scores(student, Q, Q)
     s = got.array
     if not np.allclose(s, np.swapaxes(s, -1, -2), rtol=1e-10, atol=1e-12):
-        raise CheckFailed("attention_scores(Q, Q) should be symmetric in its last two axes; it is not. "
-                          "Each entry must be the dot product of one query with one key.")
+        raise CheckFailed(_("attention_scores(Q, Q) should be symmetric in its last two axes; it is not. "
+                            "Each entry must be the dot product of one query with one key."))
+
+
+# ------------------------------------------------------------------ complexity (counted, never timed)
+def _complexity_inputs(B, T):
+    """Q, K ([B,] T, 32): an (..., T, T, d_k) intermediate from broadcasting Q against K is far
+    over the memory allowance."""
+    lead = (B,) if B else ()
+    return [randn((STEP, "2.7", B, T, n), lead + (T, 32)) for n in "QK"]
+
+
+@check("2.7", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
+    complexity.expect_numpy_step(request, student, "attention_scores", _complexity_inputs, ref.attention_scores,
+                                 "attention_scores(Q, K)")

@@ -1,7 +1,8 @@
 """Hidden suite, step 3: scale_scores(scores, d_k) -> scores / sqrt(d_k). 10 points."""
 
-from autograder import variants
+from autograder import complexity, variants
 from autograder.checks import CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from solutions import step03_scaling as ref
 
@@ -27,7 +28,7 @@ def test_shape(student):
     _scale(student, randn((STEP, "3.1"), SHAPE), 16)
 
 
-@check("3.2", points=3, kind="numbers")
+@check("3.2", points=2, kind="numbers")
 def test_numbers_float64(student):
     """Divided by sqrt(d_k), float64 (d_k = 16)"""
     scores = randn((STEP, "3.2"), SHAPE, scale=4.0)
@@ -59,8 +60,8 @@ def test_input_unchanged(student):
     scores = randn((STEP, "3.5"), SHAPE)
     student.call("scale_scores", scores, 16)
     if student.mutated:
-        raise CheckFailed("scale_scores changed the scores array it was given (e.g. `scores /= ...`). "
-                          "The caller may still need the raw scores: return a new array instead.")
+        raise CheckFailed(_("scale_scores changed the scores array it was given (e.g. `scores /= ...`). "
+                            "The caller may still need the raw scores: return a new array instead."))
 
 
 @check("3.6", points=1, kind="numbers")
@@ -69,3 +70,16 @@ def test_matrix(student):
     scores = randn((STEP, "3.6"), (5, 7), scale=4.0)
     got, what = _scale(student, scores, 9)
     expect_close(got, ref.scale_scores(scores, 9), what, "float64", variants=_mistakes(scores, 9))
+
+
+# ------------------------------------------------------------------ complexity (counted, never timed)
+def _complexity_inputs(B, T):
+    """scores ([B,] T, T) and d_k = 32."""
+    return [randn((STEP, "3.7", B, T), ((B,) if B else ()) + (T, T)), 32]
+
+
+@check("3.7", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
+    complexity.expect_numpy_step(request, student, "scale_scores", _complexity_inputs, ref.scale_scores,
+                                 "scale_scores(scores, d_k)")

@@ -1,9 +1,10 @@
 """Hidden suite, step 4: softmax(x, axis=-1), numerically stable, any rank. 10 points."""
 import numpy as np
 
-from autograder import variants
+from autograder import complexity, variants
 from autograder.checks import (check, expect_array, expect_close, expect_dtype, expect_finite, expect_shape, note,
                                CheckFailed)
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from solutions import step04_softmax as ref
 
@@ -45,7 +46,7 @@ def test_shape(student):
     _softmax(student, randn((STEP, 1), SHAPE))
 
 
-@check("4.2", points=2, kind="numbers")
+@check("4.2", points=1, kind="numbers")
 def test_numbers_float64(student):
     """Values along the last axis, float64"""
     x = randn((STEP, 2), SHAPE, scale=2.0)
@@ -53,7 +54,7 @@ def test_numbers_float64(student):
     _expect_softmax(got, x, what, "float64")
 
 
-@check("4.3", points=2, kind="numbers")
+@check("4.3", points=1, kind="numbers")
 def test_numbers_float32(student, request):
     """Values along the last axis, float32 (dtype kept)"""
     x32, x64 = rounded(randn((STEP, 3), SHAPE, scale=2.0), "float32")
@@ -78,18 +79,20 @@ def test_properties(student):
     got, what = _softmax(student, x)
     p = got.array.astype(np.float64)
     if p.min() < 0 or p.max() > 1:
-        raise CheckFailed(f"{what}: values must lie in [0, 1]; found {p.min():.4g} .. {p.max():.4g}.")
+        raise CheckFailed(_("{what}: values must lie in [0, 1]; found {low} .. {high}.",
+                            what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
     sums = p.sum(axis=-1)
     worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
     if abs(sums[worst] - 1) > 1e-9:
-        raise CheckFailed(f"{what}: the weights along the last axis should sum to 1; the row at "
-                          f"{tuple(int(i) for i in worst)} sums to {sums[worst]:.6g}. "
-                          "Did you divide by the sum over the right axis (with keepdims=True)?",
+        raise CheckFailed(_("{what}: the weights along the last axis should sum to 1; the row at "
+                            "{index} sums to {total}. "
+                            "Did you divide by the sum over the right axis (with keepdims=True)?",
+                            what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.6g}"),
                           ["softmax-wrong-axis"] if np.allclose(p.sum(axis=0), 1) or np.allclose(p.sum(axis=1), 1) else [])
-    shifted, _ = _softmax(student, x + 10.0)
+    shifted, _what = _softmax(student, x + 10.0)
     if not np.allclose(shifted.array, p, rtol=1e-9, atol=1e-12):
-        raise CheckFailed("softmax(x + 10) should equal softmax(x): adding the same number to every "
-                          "entry of a row cannot change the weights.")
+        raise CheckFailed(_("softmax(x + 10) should equal softmax(x): adding the same number to every "
+                            "entry of a row cannot change the weights."))
 
 
 @check("4.6", points=1, kind="numbers")
@@ -98,11 +101,11 @@ def test_minus_infinity(student):
     x = randn((STEP, 6), SHAPE)
     x[..., ::3] = -np.inf          # entries 0, 3, 6 of each row masked; four stay finite
     got, what = _softmax(student, x)
-    expect_finite(got, what, "A -inf score must give weight 0: exp(-inf - max) is exactly 0 when the "
-                             "row has a finite maximum.")
+    expect_finite(got, what, _("A -inf score must give weight 0: exp(-inf - max) is exactly 0 when the "
+                               "row has a finite maximum."))
     expect_close(got, ref.softmax(x), what, "float64")
     if np.any(got.array[..., ::3] != 0):
-        raise CheckFailed(f"{what}: entries that were -inf must get weight exactly 0.")
+        raise CheckFailed(_("{what}: entries that were -inf must get weight exactly 0.", what=what))
 
 
 def _expect_stable(request, got, x64, what, dtype, naive):
@@ -115,8 +118,9 @@ def _expect_stable(request, got, x64, what, dtype, naive):
         if not failure.misconceptions:
             raise
         # stable, but normalised the wrong way: the numbers checks already charge for that
-        note(request, f"Stable, but the values show the mistake named in 4.2 ({', '.join(failure.misconceptions)}); "
-                      "that costs the numbers points, not these.")
+        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
+                        "that costs the numbers points, not these.",
+                        check="4.2", ids=", ".join(failure.misconceptions)))
 
 
 @check("4.7", points=1, kind="stability")
@@ -133,3 +137,27 @@ def test_large_float32(student, request):
     x32, x64 = rounded(randn((STEP, 8), SHAPE, scale=100.0), "float32")
     got, what = _softmax(student, x32)
     _expect_stable(request, got, x64, what, "float32", variants.naive_softmax(x32))
+
+
+# ------------------------------------------------------------------ complexity and shortcuts
+def _complexity_inputs(B, T):
+    """Scores ([B,] T, T): softmax over the keys of every query."""
+    return [randn((STEP, "4.9", B, T), ((B,) if B else ()) + (T, T), scale=2.0)]
+
+
+@check("4.9", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
+    complexity.expect_numpy_step(request, student, "softmax", _complexity_inputs, ref.softmax, "softmax(x)")
+
+
+@check("4.10", points=1, kind="api")
+def test_no_library_softmax(student):
+    """Calls none of the library softmax functions (torch.softmax, F.softmax, scipy.special.softmax, ...)"""
+    names = complexity.forbidden_apis(STEP)
+    x = randn((STEP, "4.10"), SHAPE, scale=2.0)
+    calls = [("softmax(x)", (x,), {}), ("softmax(x) in float32", (x.astype(np.float32),), {}),
+             ("softmax(x, axis=0)", (x,), {"axis": 0})]
+    complexity.expect_no_forbidden([student.measure(student.call_request("softmax", *args, **kwargs), what,
+                                                    forbidden=names, count=False)
+                                    for what, args, kwargs in calls], "softmax(x)", names)

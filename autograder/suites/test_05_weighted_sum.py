@@ -1,11 +1,13 @@
 """Hidden suite, step 5: weighted_sum(weights, V) and self_attention(X, W_Q, W_K, W_V). 10 points."""
 import numpy as np
 
-from autograder import variants
+from autograder import complexity, variants
 from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_pair,
                                expect_shape, note)
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from autograder.misconceptions import CATALOGUE
+from autograder.tolerances import large_scores_tolerance
 from solutions import step05_weighted_sum as ref
 
 STEP = "05_weighted_sum"
@@ -52,21 +54,21 @@ def _inputs(key, scale=1.0):
 def _attend(student, X, Ws):
     what = "self_attention(X, W_Q, W_K, W_V)"
     out, weights = expect_pair(student.call("self_attention", X, *Ws), what)
-    out = expect_array(out, f"out from {what}", "numpy")
-    weights = expect_array(weights, f"weights from {what}", "numpy")
+    out = expect_array(out, _("{name} from {what}", name="out", what=what), "numpy")
+    weights = expect_array(weights, _("{name} from {what}", name="weights", what=what), "numpy")
     expect_shape(out, X.shape[:-1] + (D_V,), "out")
     expect_shape(weights, X.shape[:-1] + (T,), "weights")
     return out, weights
 
 
-def _expect_attention(out, weights, X64, Ws64, dtype):
+def _expect_attention(out, weights, X64, Ws64, dtype, level="composed"):
     Q, K, V = (X64 @ W for W in Ws64)
     mistakes = variants.attention_mistakes(Q, K, V, D_K, d_model=D_MODEL)
     exp_out, exp_w = ref.self_attention(X64, *Ws64)
     # weights first: a mistake shows most plainly there
-    expect_close(weights, exp_w, "weights", dtype, "composed",
+    expect_close(weights, exp_w, "weights", dtype, level,
                  variants={m: w for m, (o, w) in mistakes.items() if m != "weights-transposed"})
-    expect_close(out, exp_out, "out", dtype, "composed", variants={m: o for m, (o, w) in mistakes.items()})
+    expect_close(out, exp_out, "out", dtype, level, variants={m: o for m, (o, w) in mistakes.items()})
 
 
 @check("5.3", points=1, kind="shape")
@@ -83,7 +85,7 @@ def test_self_attention_float64(student):
     _expect_attention(out, weights, X, Ws, "float64")
 
 
-@check("5.5", points=2, kind="numbers")
+@check("5.5", points=1, kind="numbers")
 def test_self_attention_float32(student, request):
     """The same in float32 (dtype kept)"""
     X, Ws = _inputs("5.5")
@@ -98,29 +100,65 @@ def test_self_attention_float32(student, request):
 @check("5.6", points=1, kind="property")
 def test_weights_are_distributions(student):
     """Each query's weights lie in [0, 1] and sum to 1 over the keys"""
-    _, weights = _attend(student, *_inputs("5.6"))
+    _out, weights = _attend(student, *_inputs("5.6"))
     w = weights.array.astype(np.float64)
     sums = w.sum(axis=-1)
     if w.min() < 0 or w.max() > 1 or not np.allclose(sums, 1, rtol=0, atol=1e-9):
         wrong_axis = np.allclose(w.sum(axis=-2), 1, atol=1e-9)
-        raise CheckFailed("weights: each row (one query, all keys) must lie in [0, 1] and sum to 1; "
-                          f"row sums range from {sums.min():.6g} to {sums.max():.6g}.",
+        raise CheckFailed(_("weights: each row (one query, all keys) must lie in [0, 1] and sum to 1; "
+                            "row sums range from {low} to {high}.", low=f"{sums.min():.6g}", high=f"{sums.max():.6g}"),
                           ["softmax-wrong-axis"] if wrong_axis else [])
+
+
+def _max_score(X64, Ws64):
+    """The largest |Q K^T / sqrt(d_k)| on these inputs (float64)."""
+    Q, K = X64 @ Ws64[0], X64 @ Ws64[1]
+    return float(np.abs(Q @ np.swapaxes(K, -1, -2)).max() / np.sqrt(D_K))
 
 
 @check("5.7", points=1, kind="stability")
 def test_large_inputs(student, request):
-    """Large-magnitude X (scores in the hundreds): no NaN or inf, values still right"""
+    """Large-magnitude X (scores in the thousands), float64 and float32: no NaN or inf, values still right"""
     X, Ws = _inputs("5.7", scale=30.0)
-    out, weights = _attend(student, X, Ws)
-    if not (np.isfinite(out.array).all() and np.isfinite(weights.array).all()):
-        raise CheckFailed("self_attention gave NaN or inf for large inputs. "
-                          + CATALOGUE["softmax-unstable"].text(), ["softmax-unstable"])
-    try:
-        _expect_attention(out, weights, X, Ws, "float64")
-    except CheckFailed as failure:
-        if not failure.misconceptions:
-            raise
-        # a mistake the numbers checks already charge for: stable is all this check asks
-        note(request, f"Stable, but the values show the mistake named in 5.4 ({', '.join(failure.misconceptions)}); "
-                      "that costs the numbers points, not these.")
+    for dtype in ("float64", "float32"):     # exp() overflows above 709 and 88: both far below the scores
+        (X_low, X64), pairs = rounded(X, dtype), [rounded(W, dtype) for W in Ws]
+        W64 = [p[1] for p in pairs]
+        out, weights = _attend(student, X_low, [p[0] for p in pairs])
+        if not (np.isfinite(out.array).all() and np.isfinite(weights.array).all()):
+            # on these inputs only a missing max-subtraction gives inf or NaN
+            raise CheckFailed(_("self_attention gave NaN or inf for large inputs in {dtype}. {diagnosis}",
+                                dtype=dtype, diagnosis=CATALOGUE["softmax-unstable"].text()), ["softmax-unstable"])
+        try:
+            # the scores' own rounding grows with them: a tolerance that grows too (tolerances.py)
+            _expect_attention(out, weights, X64, W64, dtype, level=large_scores_tolerance(dtype, _max_score(X64, W64)))
+        except CheckFailed as failure:
+            if not failure.misconceptions:
+                raise
+            # a mistake the numbers checks already charge for: stable is all this check asks
+            note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
+                            "that costs the numbers points, not these.",
+                            check="5.4", ids=", ".join(failure.misconceptions)))
+
+
+# ------------------------------------------------------------------ complexity (counted, never timed)
+def _weights_v_inputs(B, T):
+    """weights ([B,] T, T), rows summing to 1, and V ([B,] T, 32): an (..., T, T, d_v) intermediate,
+    what broadcasting the weights against V builds, is T times the result."""
+    lead = (B,) if B else ()
+    return [variants.softmax(randn((STEP, "5.8", B, T, "s"), lead + (T, T))),
+            randn((STEP, "5.8", B, T, "V"), lead + (T, 32))]
+
+
+def _attention_inputs(B, T):
+    """X ([B,] T, 32), W_Q, W_K (32, 16), W_V (32, 32)."""
+    X = randn((STEP, "5.8", B, T, "X"), ((B,) if B else ()) + (T, 32))
+    return [X] + [randn((STEP, "5.8", n), (32, d), scale=32 ** -0.5) for n, d in (("Q", 16), ("K", 16), ("V", 32))]
+
+
+@check("5.8", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
+    complexity.expect_numpy_step(request, student, "weighted_sum", _weights_v_inputs, ref.weighted_sum,
+                                 "weighted_sum(weights, V)", culprit="broadcast-weighted-sum")
+    complexity.expect_numpy_step(request, student, "self_attention", _attention_inputs, ref.self_attention,
+                                 "self_attention(X, W_Q, W_K, W_V)")

@@ -9,11 +9,12 @@ import math
 import numpy as np
 import torch
 
-from autograder import misconceptions, variants
+from autograder import complexity, gradients, misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_finite,
-                               expect_attention, expect_pair, expect_shape, gpu_usable, CheckFailed)
+                               expect_attention, expect_pair, expect_shape, gpu_usable, note, CheckFailed)
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
-from autograder.tolerances import tolerance
+from autograder.tolerances import large_scores_tolerance, tolerance
 from solutions import step06_multi_head as ref
 
 STEP = "06_multi_head"
@@ -50,37 +51,43 @@ def _tensor(value, what, device=None):
 
 
 def _split(student, x, h, device=None):
-    what = f"split_heads(x of shape {x.shape}, num_heads={h})"
+    what = _("split_heads(x of shape {shape}, num_heads={h})", shape=x.shape, h=h)
     got = _tensor(student.call("split_heads", x, h), what, device)
     b, t, d = x.shape
     if got.shape == (b, t, h, d // h):
-        raise CheckFailed(f"{what} has shape {got.shape}; expected {(b, h, t, d // h)}. The head axis must come "
-                          "before the time axis: after the view to (B, T, h, head_dim), transpose(1, 2).")
+        raise CheckFailed(_("{what} has shape {got}; expected {shape}. The head axis must come "
+                            "before the time axis: after the view to (B, T, h, head_dim), transpose(1, 2).",
+                            what=what, got=got.shape, shape=(b, h, t, d // h)))
     expect_shape(got, (b, h, t, d // h), what)
     return got, what
 
 
 def _merge(student, x, device=None):
-    what = f"merge_heads(x of shape {x.shape})"
+    what = _("merge_heads(x of shape {shape})", shape=x.shape)
     got = _tensor(student.call("merge_heads", x), what, device)
     b, h, t, hd = x.shape
     expect_shape(got, (b, t, h * hd), what)
     return got, what
 
 
-def _attention(student, x, Ws, h=H, device=None):
-    """Call multi_head_attention; check it returns two tensors of the right shapes."""
+def _attention(student, x, Ws, h=H, device=None, value=None):
+    """Call multi_head_attention (or take the `value` it returned to student.grad); check it
+    returns two tensors of the right shapes."""
     what = f"multi_head_attention(x, W_Q, W_K, W_V, W_O, {h})"
-    out, w = expect_pair(student.call("multi_head_attention", x, *Ws, h), what, ("out", "weights"))
+    if value is None:
+        value = student.call("multi_head_attention", x, *Ws, h)
+    out, w = expect_pair(value, what, ("out", "weights"))
     out = _tensor(out, f"{what}: out", device)
     w = _tensor(w, f"{what}: weights", device)
     b, t, d = x.shape
     if out.shape == (b, h, t, t) and w.shape == (b, t, d):
-        raise CheckFailed(f"{what} returned (weights, out): return them in the order (out, weights).")
+        raise CheckFailed(_("{what} returned ({second}, {first}): return them in the order ({first}, {second}).",
+                            what=what, first="out", second="weights"))
     expect_shape(out, (b, t, d), f"{what}: out")
     if w.shape == (b, t, t):
-        raise CheckFailed(f"{what}: weights has shape {w.shape}; expected {(b, h, t, t)}. Return every head's "
-                          "weights, (B, num_heads, T, T), not their average over the heads.")
+        raise CheckFailed(_("{what}: {name} has shape {got}; expected {shape}. Return every head's "
+                            "weights, (B, num_heads, T, T), not their average over the heads.",
+                            what=what, name="weights", got=w.shape, shape=(b, h, t, t)))
     expect_shape(w, (b, h, t, t), f"{what}: weights")
     return out, w, what
 
@@ -91,9 +98,10 @@ def _expect_moved(got, expected, what, mistake, variant):
         return
     expect_close(got, expected, what, "float64", variants={mistake: variant})   # far off: says where, names the mistake
     worst = float(np.max(np.abs(got.array - expected)))
-    raise CheckFailed(f"{what}: the values are close to the expected ones but not identical (largest difference "
-                      f"{worst:.3g}). Splitting or merging heads only rearranges numbers (view/reshape and "
-                      "transpose), so each value should come out exactly as it went in.")
+    raise CheckFailed(_("{what}: the values are close to the expected ones but not identical (largest difference "
+                        "{worst}). Splitting or merging heads only rearranges numbers (view/reshape and "
+                        "transpose), so each value should come out exactly as it went in.",
+                        what=what, worst=f"{worst:.3g}"))
 
 
 def _expect_rows_sum_to_one(w, what, wrong_axis=None):
@@ -101,7 +109,8 @@ def _expect_rows_sum_to_one(w, what, wrong_axis=None):
     tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)
     p = w.array.astype(np.float64)
     if p.min() < -tol or p.max() > 1 + tol:
-        raise CheckFailed(f"{what}: attention weights must lie in [0, 1]; found {p.min():.4g} .. {p.max():.4g}.")
+        raise CheckFailed(_("{what}: attention weights must lie in [0, 1]; found {low} .. {high}.",
+                            what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
     sums = p.sum(axis=-1)
     worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
     if abs(sums[worst] - 1) > tol:
@@ -110,13 +119,14 @@ def _expect_rows_sum_to_one(w, what, wrong_axis=None):
             rtol, atol = tolerance("float64" if w.dtype == "float64" else "float32", "composed")
             if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok:
                 found = ["softmax-wrong-axis"]
-        raise CheckFailed(f"{what}: each query's weights over the keys (the last axis) should sum to 1; "
-                          f"the row at (batch, head, query) = {tuple(int(i) for i in worst)} sums to "
-                          f"{sums[worst]:.10g}." + ("\n" + misconceptions.describe(found) if found else ""), found)
+        raise CheckFailed(_("{what}: each query's weights over the keys (the last axis) should sum to 1; "
+                            "the row at (batch, head, query) = {index} sums to {total}.",
+                            what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.10g}")
+                          + ("\n" + misconceptions.describe(found) if found else ""), found)
 
 
 # ------------------------------------------------------------------ graded checks
-@check("6.1", points=1, kind="numbers")
+@check("6.1", points=0.5, kind="numbers")
 def test_split_heads(student):
     """split_heads puts head i's columns i*hd .. (i+1)*hd-1 on the head axis (exact values, float64)"""
     for h in (H, 4):            # head_dim 4 and 3: neither equals T=5
@@ -126,7 +136,7 @@ def test_split_heads(student):
                       "heads-reshape-no-transpose", variants.split_heads_no_transpose(x, h))
 
 
-@check("6.2", points=1, kind="numbers")
+@check("6.2", points=0.5, kind="numbers")
 def test_merge_heads(student):
     """merge_heads undoes split_heads: (B, h, T, hd) -> (B, T, h*hd) (exact values, float64)"""
     for h in (H, 4):
@@ -143,7 +153,7 @@ def test_shapes(student):
     _attention(student, x, Ws)
 
 
-@check("6.4", points=3, kind="numbers")
+@check("6.4", points=2, kind="numbers")
 def test_numbers_float64(student, request):
     """multi_head_attention values, out and weights, float64"""
     x, Ws = _inputs("6.4")
@@ -153,7 +163,7 @@ def test_numbers_float64(student, request):
     expect_attention(out, w, _ref_attention(x, Ws), what, "float64", _mistakes(x, Ws))
 
 
-@check("6.5", points=2, kind="numbers")
+@check("6.5", points=1, kind="numbers")
 def test_numbers_float32(student, request):
     """multi_head_attention values, float32 (dtype kept)"""
     x, Ws = _inputs("6.5")
@@ -174,28 +184,91 @@ def test_properties(student):
                             wrong_axis=variants.multi_head(x, *Ws, H, mistake="softmax-wrong-axis")[1])
 
 
-@check("6.7", points=1, kind="stability")
-def test_large_inputs_float32(student):
-    """No overflow: out and weights stay finite when scores reach the hundreds (float32)"""
-    x, Ws = _inputs("6.7", x_scale=30.0)
-    (x32, x64), pairs = rounded(x, "float32"), [rounded(W, "float32") for W in Ws]
-    out, w, what = _attention(student, x32, [p[0] for p in pairs])
+def _scores(x64, W64, h=H):
+    """The scaled scores (B, h, T, T) the reference computes on these inputs (float64)."""
+    q = variants.split_heads(x64 @ W64[0], h)
+    k = variants.split_heads(x64 @ W64[1], h)
+    return q @ variants.swap_last(k) / math.sqrt(D // h)
+
+
+# exp() overflows above these: the largest score a softmax without the max subtraction survives
+EXP_LIMIT = {"float64": 709, "float32": 88, "bfloat16": 88, "float16": 11}
+
+
+def _expect_stable(student, request, x, Ws, dtype, device=None, cast=None):
+    """Large scores in `dtype`: out and weights finite, values within a tolerance
+    that grows with the scores (tolerances.large_scores_tolerance). A missing max subtraction is
+    named when the plain exp() of these scores overflows in this dtype."""
+    pairs = [rounded(a, dtype) for a in [x] + Ws]
+    low, exact = [p[0] for p in pairs], [p[1] for p in pairs]
+    who = student if device is None else student.on(device, cast=cast)
+    out, w, what = _attention(who, low[0], low[1:], device=device)
+    what = _("{what} in {dtype}", what=what, dtype=dtype) if device is None else _(
+        "{what} on {device} in {dtype}", what=what, device=device, dtype=dtype)
+    scores = _scores(exact[0], exact[1:])
     if not (np.isfinite(w.array).all() and np.isfinite(out.array).all()):
-        # what a softmax without the max subtraction gives on these scores, in float32
-        q = variants.split_heads(x64 @ pairs[0][1], H)
-        k = variants.split_heads(x64 @ pairs[1][1], H)
-        scores = (q @ variants.swap_last(k) / math.sqrt(HD)).astype(np.float32)
-        naive = variants.naive_softmax(scores)
-        found = ["softmax-unstable"] if not np.isfinite(naive).all() and not np.isfinite(w.array).all() else []
+        # a softmax without the max subtraction overflows on these scores, in this dtype, and only that
+        # gives NaN or inf weights here
+        overflows = np.abs(scores).max() > EXP_LIMIT[dtype] and not np.isfinite(w.array).all()
+        found = ["softmax-unstable"] if overflows else []
         for got, name in ((w, "weights"), (out, "out")):
             try:
                 expect_finite(got, f"{what}: {name}",
-                              f"The largest scores here are about {np.abs(scores).max():.0f}; exp() of more "
-                              "than 88 overflows float32. torch.softmax, or subtracting each row's maximum "
-                              "before exp(), avoids that.")
+                              _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
+                                "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
+                                largest=f"{np.abs(scores).max():.0f}", limit=EXP_LIMIT[dtype], dtype=dtype))
             except CheckFailed as failure:
                 raise CheckFailed(failure.message + ("\n" + misconceptions.describe(found) if found else ""),
                                   found) from None
+    # half precision is too coarse to tell mistakes apart at these scores: the CPU checks name them
+    mistakes = _mistakes(exact[0], exact[1:]) if dtype in ("float64", "float32") else None
+    try:
+        expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype, mistakes,
+                         level=large_scores_tolerance(dtype, np.abs(scores).max()))
+    except CheckFailed as failure:
+        if not failure.misconceptions:
+            raise
+        # a mistake the numbers checks already charge for: stable is all this check asks
+        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
+                        "that costs the numbers points, not these.",
+                        check="6.4", ids=", ".join(failure.misconceptions)))
+
+
+@check("6.7", points=1, kind="stability")
+def test_large_inputs(student, request):
+    """No overflow when scores reach the thousands, float64 and float32: out and weights finite, values right"""
+    x, Ws = _inputs("6.7", x_scale=30.0)      # scores up to ~4800: exp() overflows both dtypes
+    for dtype in ("float64", "float32"):
+        _expect_stable(student, request, x, Ws, dtype)
+
+
+# ------------------------------------------------------------------ gradients
+SMALL_B, SMALL_T, SMALL_D, SMALL_H = 2, 3, 4, 2     # the gradcheck case: 88 inputs, fast finite differences
+
+
+def _grad_inputs(key, b, t, d, h):
+    """{"x", "W_Q", "W_K", "W_V", "W_O": float64 arrays} and cotangents for (out, weights)."""
+    x = randn((STEP, key, "x"), (b, t, d))
+    inputs = {"x": x, **{n: randn((STEP, key, n), (d, d), 1 / math.sqrt(d)) for n in ("W_Q", "W_K", "W_V", "W_O")}}
+    cotangents = [randn((STEP, key, "d_out"), (b, t, d)), randn((STEP, key, "d_weights"), (b, h, t, t))]
+    return inputs, cotangents
+
+
+@check("6.13", points=1, kind="gradients")
+def test_gradients(student):
+    """Gradients w.r.t. x, W_Q, W_K, W_V and W_O match the reference's (float64), and gradcheck passes"""
+    inputs, cotangents = _grad_inputs("6.13", B, T, D, H)
+    small, _cot = _grad_inputs("6.13 small", SMALL_B, SMALL_T, SMALL_D, SMALL_H)
+    what = f"multi_head_attention(x, W_Q, W_K, W_V, W_O, {H})"
+    got = gradients.run_backward(student, gradients.function_target("multi_head_attention", inputs, (H,)),
+                                 cotangents, gradients.function_target("multi_head_attention", small, (SMALL_H,)),
+                                 what)
+    x, Ws = inputs["x"], [inputs[n] for n in ("W_Q", "W_K", "W_V", "W_O")]
+    out, w, what = _attention(student, x, Ws, value=got.value)
+    (ref_out, ref_w), expected = gradients.reference_gradients(
+        lambda *ts: ref.multi_head_attention(*ts, H), inputs, cotangents)
+    gradients.expect_gradients(got, [("out", out, ref_out), ("weights", w, ref_w)], expected, what,
+                               gradients.small_case(SMALL_B, SMALL_T, SMALL_D, SMALL_H))
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
@@ -205,7 +278,7 @@ def _on_gpu(student, cuda, request, dtype, key):
     low, exact = [p[0] for p in pairs], [p[1] for p in pairs]
     gpu = student.on(cuda, cast=None if dtype == "float32" else dtype)
     out, w, what = _attention(gpu, low[0], low[1:], device=cuda)
-    what += f" on {cuda} in {dtype}"
+    what = _("{what} on {device} in {dtype}", what=what, device=cuda, dtype=dtype)
     expect_dtype(request, out, dtype, f"{what}: out", "torch")
     expect_dtype(request, w, dtype, f"{what}: weights", "torch")
     # half precision: too coarse to tell mistakes apart, the CPU checks name them
@@ -220,23 +293,75 @@ def test_cuda_float32(student, cuda, request):
     with gpu_usable():
         gpu, low, exact = _on_gpu(student, cuda, request, "float32", "6.8")
         got, what = _split(gpu, low[0], H, device=cuda)
-        expect_dtype(request, got, "float32", what + f" on {cuda}", "torch")
-        expect_close(got, ref.split_heads(_t(exact[0]), H).numpy(), what + f" on {cuda}", "float32")
+        what = _("{what} on {device}", what=what, device=cuda)
+        expect_dtype(request, got, "float32", what, "torch")
+        expect_close(got, ref.split_heads(_t(exact[0]), H).numpy(), what, "float32")
         heads = rounded(randn((STEP, "6.8", "heads"), (B, H, T, HD)), "float32")
         got, what = _merge(gpu, heads[0], device=cuda)
-        expect_dtype(request, got, "float32", what + f" on {cuda}", "torch")
-        expect_close(got, ref.merge_heads(_t(heads[1])).numpy(), what + f" on {cuda}", "float32")
+        what = _("{what} on {device}", what=what, device=cuda)
+        expect_dtype(request, got, "float32", what, "torch")
+        expect_close(got, ref.merge_heads(_t(heads[1])).numpy(), what, "float32")
+
+
+# x ~ N(0, 8^2): scores up to a few hundred, beyond exp()'s range in float16 (11) and bfloat16 (88)
+HALF_X_SCALE = 8.0
 
 
 @check("6.9", points=0, kind="device")
 def test_cuda_float16(student, cuda, request):
-    """On CUDA, float16: results stay float16 on the GPU and match the reference"""
+    """On CUDA, float16: results stay float16 on the GPU, match the reference and survive large scores"""
     with gpu_usable():
         _on_gpu(student, cuda, request, "float16", "6.9")
+        _expect_stable(student, request, *_inputs("6.9 large", HALF_X_SCALE), "float16", device=cuda, cast="float16")
 
 
 @check("6.10", points=0, kind="device")
 def test_cuda_bfloat16(student, cuda, request):
-    """On CUDA, bfloat16: results stay bfloat16 on the GPU and match the reference"""
+    """On CUDA, bfloat16: results stay bfloat16 on the GPU, match the reference and survive large scores"""
     with gpu_usable():
         _on_gpu(student, cuda, request, "bfloat16", "6.10")
+        _expect_stable(student, request, *_inputs("6.10 large", HALF_X_SCALE), "bfloat16", device=cuda,
+                       cast="bfloat16")
+
+
+# ------------------------------------------------------------------ complexity and shortcuts
+GROW_BASE = {"B": 2, "T": 8, "h": 4}                       # d_model 32: every h below divides it
+GROW = {"T": (8, 16, 32), "B": (2, 3, 4), "h": (2, 4, 8)}
+MEMORY = {"B": 2, "T": 64, "h": 4, "D": 128}                # head_dim 32: a (B, h, T, T, head_dim) intermediate
+#                                                             is 32 times the weights, far over the allowance
+
+
+def _complexity_inputs(B, T, h, D=32):
+    """x (B, T, D) and W_Q, W_K, W_V, W_O (D, D), seeded by their sizes."""
+    x = randn((STEP, "6.11", B, T, D, "x"), (B, T, D))
+    return [x] + [randn((STEP, "6.11", D, n), (D, D), 1 / math.sqrt(D)) for n in ("W_Q", "W_K", "W_V", "W_O")]
+
+
+@check("6.11", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised: no Python loop over tokens or batch entries (over heads: a note), memory and multiply-adds within a constant factor of the reference's"""
+    what = "multi_head_attention(x, W_Q, W_K, W_V, W_O, num_heads)"
+
+    def measure(B, T, h, D=32):
+        x, *Ws = _complexity_inputs(B, T, h, D)
+        return student.measure(student.call_request("multi_head_attention", x, *Ws, h), what)
+    # the lesson's own demo loops over the heads: told, not charged, in this step (step 7 charges it)
+    complexity.expect_vectorised(request, measure, what, GROW_BASE, GROW, heads="note")
+    x, *Ws = _complexity_inputs(**MEMORY)
+    measured = measure(**MEMORY)
+    complexity.expect_memory(measured, complexity.nbytes(*_ref_attention(x, Ws, MEMORY["h"])), what,
+                             complexity.shapes_text(x, *Ws))
+    complexity.expect_flops(measured, complexity.reference_flops(
+        ref.multi_head_attention, _t(x), *(_t(W) for W in Ws), MEMORY["h"]), what)
+
+
+@check("6.12", points=1, kind="api")
+def test_no_library_attention(student):
+    """Calls none of the library attention functions (F.scaled_dot_product_attention, nn.MultiheadAttention, ...)"""
+    names = complexity.forbidden_apis(STEP)
+    what = f"multi_head_attention(x, W_Q, W_K, W_V, W_O, {H})"
+    x, Ws = _inputs("6.12")
+    (x32, _), pairs = rounded(x, "float32"), [rounded(W, "float32") for W in Ws]
+    measured = [student.measure(student.call_request("multi_head_attention", a, *Bs, H), what, forbidden=names,
+                                count=False) for a, Bs in ((x, Ws), (x32, [p[0] for p in pairs]))]
+    complexity.expect_no_forbidden(measured, what, names)

@@ -14,11 +14,12 @@ import math
 import numpy as np
 import torch
 
-from autograder import misconceptions, variants
-from autograder.checks import (check, compare, expect_array, expect_attention, expect_dtype, expect_pair,
-                               expect_shape, gpu_usable, CheckFailed)
+from autograder import complexity, gradients, misconceptions, variants
+from autograder.checks import (check, compare, expect_array, expect_attention, expect_dtype, expect_finite,
+                               expect_pair, expect_shape, gpu_usable, CheckFailed)
+from autograder.i18n import _
 from autograder.inputs import randn, rounded
-from autograder.tolerances import tolerance
+from autograder.tolerances import large_scores_tolerance, tolerance
 from solutions import step07_full_module as ref
 
 STEP = "07_full_module"
@@ -96,30 +97,34 @@ def _fmt_shape(shape):
 
 
 def _structure_problems(cls, init, shapes):
-    """What differs between the student's parameters and the contract's, in words ([] if nothing)."""
+    """What differs between the student's parameters and the contract's: [(kind, words)], kind being
+    "missing", "wrong" or "unexpected" ([] if nothing)."""
     expected = _expected_params(cls, init)
     have = {str(k): tuple(v) for k, v in shapes.items() if k != PROBE}
     missing = [k for k in expected if k not in have]
-    wrong = [f"{k} has shape {_fmt_shape(have[k])}, expected {_fmt_shape(s)}"
+    wrong = [_("{name} has shape {got}, expected {shape}", name=k, got=_fmt_shape(have[k]), shape=_fmt_shape(s))
              for k, s in expected.items() if k in have and have[k] != s]
     unexpected = [k for k in have if k not in expected]
     problems = []
     if missing:
-        problems.append("missing: " + ", ".join(missing))
+        problems.append(("missing", _("missing: {names}", names=", ".join(missing))))
     if wrong:
-        problems.append("wrong shape: " + "; ".join(wrong))
+        problems.append(("wrong", _("wrong shape: {problems}", problems="; ".join(wrong))))
     if unexpected:
         shown = unexpected[:12] + (["..."] if len(unexpected) > 12 else [])
-        problems.append("not in the contract: " + ", ".join(shown))
+        problems.append(("unexpected", _("not in the contract: {names}", names=", ".join(shown))))
     return problems
 
 
 def _layers_hint(cls, init):
     if cls == SINGLE:
-        return "self.W_q, self.W_k, self.W_v = nn.Linear(d_model, d_model, bias=False) (three of them)"
+        return _("self.W_q, self.W_k, self.W_v = nn.Linear(d_model, d_model, bias=False) (three of them)")
     bias = init.get("bias", True)
-    return (f"self.q_proj, self.k_proj, self.v_proj, self.out_proj = nn.Linear(d_model, d_model, bias={bias}) "
-            f"(four of them){'' if bias else '; with bias=False they have no bias parameters'}")
+    if bias:
+        return _("self.q_proj, self.k_proj, self.v_proj, self.out_proj = nn.Linear(d_model, d_model, bias={bias}) "
+                 "(four of them)", bias=bias)
+    return _("self.q_proj, self.k_proj, self.v_proj, self.out_proj = nn.Linear(d_model, d_model, bias={bias}) "
+             "(four of them); with bias=False they have no bias parameters", bias=bias)
 
 
 def _structure_message(cls, init, shapes):
@@ -128,11 +133,11 @@ def _structure_message(cls, init, shapes):
         return None
     expected = _expected_params(cls, init)
     have = {str(k): tuple(v) for k, v in shapes.items() if k != PROBE}
-    listing = ", ".join(f"{k} {_fmt_shape(s)}" for k, s in list(have.items())[:12]) or "no parameters"
-    return (f"{_call_text(cls, init)} should have exactly the parameters "
-            f"{', '.join(f'{k} {_fmt_shape(s)}' for k, s in expected.items())}; "
-            f"{'; '.join(problems)}. Your module has: {listing}. "
-            f"Define {_layers_hint(cls, init)}: the grader loads its weights by these names.")
+    listing = ", ".join(f"{k} {_fmt_shape(s)}" for k, s in list(have.items())[:12]) or _("no parameters")
+    return _("{module} should have exactly the parameters {expected}; {problems}. Your module has: {listing}. "
+             "Define {layers}: the grader loads its weights by these names.",
+             module=_call_text(cls, init), expected=", ".join(f"{k} {_fmt_shape(s)}" for k, s in expected.items()),
+             problems="; ".join(text for kind, text in problems), listing=listing, layers=_layers_hint(cls, init))
 
 
 def _expect_structure(student, cls, init):
@@ -146,33 +151,37 @@ def _expect_structure(student, cls, init):
 
 
 # ------------------------------------------------------------------ forward
-def _forward(student, cls, init, params, x, dtype="float64", device=None):
-    """Build, load and run the student's module; check it returns two tensors of the right shapes."""
+def _forward(student, cls, init, params, x, dtype="float64", device=None, reply=None):
+    """Build, load and run the student's module (or take the (value, shapes) `reply` of
+    student.grad); check it returns two tensors of the right shapes."""
     what = f"{_call_text(cls, init)}.forward(x)"
-    value, shapes = student.module(cls, init, params, x, dtype=dtype)
+    value, shapes = reply or student.module(cls, init, params, x, dtype=dtype)
     if value is None:
         raise CheckFailed(_structure_message(cls, init, shapes)
-                          or f"{what}: the grader could not load its parameters into your module.")
+                          or _("{what}: the grader could not load its parameters into your module.", what=what))
     out, w = expect_pair(value, what, ("out", "attn_weights"))
     out = expect_array(out, f"{what}: out", "torch", device=device)
     w = expect_array(w, f"{what}: attn_weights", "torch", device=device)
     wshape = (B, T, T) if cls == SINGLE else (B, init["num_heads"], T, T)
     if out.shape == wshape and w.shape == (B, T, D):
-        raise CheckFailed(f"{what} returned (attn_weights, out): return them in the order (out, attn_weights).")
+        raise CheckFailed(_("{what} returned ({second}, {first}): return them in the order ({first}, {second}).",
+                            what=what, first="out", second="attn_weights"))
     expect_shape(out, (B, T, D), f"{what}: out")
     if cls == MULTI and w.shape == (B, T, T):
-        raise CheckFailed(f"{what}: attn_weights has shape {w.shape}; expected {wshape}. Return every head's "
-                          "weights, (B, num_heads, T, T), not their average over the heads.")
+        raise CheckFailed(_("{what}: {name} has shape {got}; expected {shape}. Return every head's "
+                            "weights, (B, num_heads, T, T), not their average over the heads.",
+                            what=what, name="attn_weights", got=w.shape, shape=wshape))
     expect_shape(w, wshape, f"{what}: attn_weights")
     return out, w, what, shapes
 
 
 def _extra_params_note(cls, init, shapes):
-    unexpected = [k for k in _structure_problems(cls, init, shapes) if k.startswith("not in the contract")]
+    unexpected = [text for kind, text in _structure_problems(cls, init, shapes) if kind == "unexpected"]
     if not unexpected:
         return None
-    return (f"Note: {_call_text(cls, init)} has parameters the grader does not set ({unexpected[0]}); "
-            "they keep their random initial values, which changes the output.")
+    return _("Note: {module} has parameters the grader does not set ({names}); "
+             "they keep their random initial values, which changes the output.",
+             module=_call_text(cls, init), names=unexpected[0])
 
 
 def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, with_mistakes=True):
@@ -182,9 +191,9 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
     who = student if device is None else student.on(device, cast=cast)
     out, w, what, shapes = _forward(who, cls, init, params, x_low, dtype=dtype, device=device)
     if device is not None:
-        what += f" on {device}"
-    if dtype != "float64" or device is not None:
-        what += f" in {dtype}"
+        what = _("{what} on {device} in {dtype}", what=what, device=device, dtype=dtype)
+    elif dtype != "float64":
+        what = _("{what} in {dtype}", what=what, dtype=dtype)
     expect_dtype(request, out, dtype, f"{what}: out", "torch")
     expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
     mistakes = _mistakes(cls, init, params, x64) if with_mistakes else None
@@ -193,13 +202,13 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
 
 
 # ------------------------------------------------------------------ graded checks
-@check("7.1", points=1, kind="structure")
+@check("7.1", points=0.5, kind="structure")
 def test_single_structure(student):
     """SingleHeadSelfAttention(d_model) has W_q, W_k, W_v: nn.Linear(d_model, d_model, bias=False)"""
     _expect_structure(student, SINGLE, _init(SINGLE))
 
 
-@check("7.2", points=2, kind="numbers")
+@check("7.2", points=1, kind="numbers")
 def test_single_float64(student, request):
     """SingleHeadSelfAttention forward: out and attn_weights, float64"""
     _numbers(student, request, SINGLE, _init(SINGLE), "7.2", "float64")
@@ -211,14 +220,14 @@ def test_single_float32(student, request):
     _numbers(student, request, SINGLE, _init(SINGLE), "7.3", "float32")
 
 
-@check("7.4", points=1, kind="structure")
+@check("7.4", points=0.5, kind="structure")
 def test_multi_structure(student):
     """MultiHeadSelfAttention has q_proj, k_proj, v_proj, out_proj, with biases by default and none with bias=False"""
     _expect_structure(student, MULTI, _init(MULTI))
     _expect_structure(student, MULTI, _init(MULTI, bias=False))
 
 
-@check("7.5", points=2, kind="numbers")
+@check("7.5", points=1, kind="numbers")
 def test_multi_float64(student, request):
     """MultiHeadSelfAttention(12, 3, bias=True) forward: out and attn_weights, float64"""
     _numbers(student, request, MULTI, _init(MULTI, bias=True), "7.5", "float64")
@@ -242,21 +251,57 @@ def test_properties(student):
     for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
         x = randn((STEP, "7.8", cls, "x"), (B, T, D))
         params = _params("7.8", cls, init)
-        _, w, what, _ = _forward(student, cls, init, params, x)
+        _out, w, what, _shapes = _forward(student, cls, init, params, x)
         what += ": attn_weights"
         p = w.array.astype(np.float64)
         tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)   # the rounding of the dtype returned
         if p.min() < -tol or p.max() > 1 + tol:
-            raise CheckFailed(f"{what}: attention weights must lie in [0, 1]; found {p.min():.4g} .. {p.max():.4g}.")
+            raise CheckFailed(_("{what}: attention weights must lie in [0, 1]; found {low} .. {high}.",
+                                what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
         sums = p.sum(axis=-1)
         worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
         if abs(sums[worst] - 1) > tol:
             rtol, atol = tolerance("float64" if w.dtype == "float64" else "float32", "composed")
             wrong_axis = _mistakes(cls, init, params, x)["softmax-wrong-axis"][1]
             found = ["softmax-wrong-axis"] if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok else []
-            raise CheckFailed(f"{what}: each query's weights over the keys (the last axis) should sum to 1; "
-                              f"the row at index {tuple(int(i) for i in worst)} sums to {sums[worst]:.10g}."
+            raise CheckFailed(_("{what}: each query's weights over the keys (the last axis) should sum to 1; "
+                                "the row at index {index} sums to {total}.",
+                                what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.10g}")
                               + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
+# ------------------------------------------------------------------ gradients
+SMALL_B, SMALL_T, SMALL_D, SMALL_H = 2, 3, 4, 2     # the gradcheck case: under 100 inputs
+
+
+def _grad_case(key, cls, b, t, d, h):
+    """init, float64 parameters ~ N(0, 1/d) (biases N(0, 0.3^2)), x, and cotangents for
+    (out, attn_weights), for a module of width d (h heads for the multi-head one)."""
+    init = {"d_model": d} if cls == SINGLE else {"d_model": d, "num_heads": h, "bias": True}
+    params = {name: randn((STEP, key, cls, name), shape, 1 / math.sqrt(d) if name.endswith("weight") else 0.3)
+              for name, shape in _expected_params(cls, init).items()}
+    wshape = (b, t, t) if cls == SINGLE else (b, h, t, t)
+    cotangents = [randn((STEP, key, cls, "d_out"), (b, t, d)), randn((STEP, key, cls, "d_weights"), wshape)]
+    return init, params, randn((STEP, key, cls, "x"), (b, t, d)), cotangents
+
+
+@check("7.14", points=1, kind="gradients")
+def test_gradients(student):
+    """Both modules: gradients w.r.t. x and every parameter match the reference's (float64), and gradcheck passes"""
+    # both: each class has its own forward(), and either can cut its graph
+    for cls in (SINGLE, MULTI):
+        init, params, x, cotangents = _grad_case("7.14", cls, B, T, D, H)
+        s_init, s_params, s_x, _cot = _grad_case("7.14 small", cls, SMALL_B, SMALL_T, SMALL_D, SMALL_H)
+        got = gradients.run_backward(student, gradients.module_target(cls, init, params, x), cotangents,
+                                     gradients.module_target(cls, s_init, s_params, s_x),
+                                     f"{_call_text(cls, init)}.forward(x)")
+        out, w, what, _shapes = _forward(student, cls, init, params, x, reply=(got.value, got.params))
+        module = _ref_module(cls, init)
+        (ref_out, ref_w), expected = gradients.reference_gradients(
+            gradients.module_forward(module), {"x": x, **params}, cotangents)
+        gradients.expect_gradients(got, [("out", out, ref_out), ("attn_weights", w, ref_w)], expected, what,
+                                   gradients.small_case(SMALL_B, SMALL_T, SMALL_D,
+                                                        None if cls == SINGLE else SMALL_H))
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
@@ -268,17 +313,111 @@ def test_cuda_float32(student, cuda, request):
             _numbers(student, request, cls, init, "7.9", "float32", device=cuda)
 
 
+# x ~ N(0, 8^2): scores up to a few hundred, beyond exp()'s range in float16 (11) and bfloat16 (88)
+HALF_X_SCALE = 8.0
+EXP_LIMIT = {"float64": 709, "float32": 88, "bfloat16": 88, "float16": 11}
+
+
+def _max_score(cls, init, params, x64):
+    """The largest |scaled score| the reference computes on these inputs (float64)."""
+    if cls == SINGLE:
+        Wq, Wk = _linear(params, "W_q")[0], _linear(params, "W_k")[0]      # no biases
+        return float(np.abs((x64 @ Wq) @ variants.swap_last(x64 @ Wk)).max() / math.sqrt(D))
+    h = init["num_heads"]
+    (Wq, bq), (Wk, bk) = _linear(params, "q_proj"), _linear(params, "k_proj")
+    q = variants.split_heads(x64 @ Wq + (0 if bq is None else bq), h)
+    k = variants.split_heads(x64 @ Wk + (0 if bk is None else bk), h)
+    return float(np.abs(q @ variants.swap_last(k)).max() / math.sqrt(D // h))
+
+
+def _expect_stable(student, cls, init, key, dtype, device=None, cast=None):
+    """Large scores in `dtype` (on `device`): out and attn_weights finite, values within a tolerance
+    that grows with the scores (tolerances.large_scores_tolerance)."""
+    x_low, x64 = rounded(randn((STEP, key, cls, "x"), (B, T, D), HALF_X_SCALE), dtype)
+    params = _params(key, cls, init, dtype)
+    who = student if device is None else student.on(device, cast=cast)
+    out, w, what, _shapes = _forward(who, cls, init, params, x_low, dtype=dtype, device=device)
+    what = _("{what} on {device} in {dtype}", what=what, device=device or "cpu", dtype=dtype)
+    largest = _max_score(cls, init, params, x64)
+    for got, name in ((w, "attn_weights"), (out, "out")):
+        expect_finite(got, f"{what}: {name}",
+                      _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
+                        "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
+                        largest=f"{largest:.0f}", limit=EXP_LIMIT[dtype], dtype=dtype))
+    expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, names=("out", "attn_weights"),
+                     level=large_scores_tolerance(dtype, largest))
+
+
 @check("7.10", points=0, kind="device")
 def test_cuda_float16(student, cuda, request):
-    """On CUDA, float16: both modules keep float16 on the GPU and match the reference"""
+    """On CUDA, float16: both modules keep float16 on the GPU, match the reference and survive large scores"""
     with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.10", "float16", device=cuda, cast="float16", with_mistakes=False)
+            _expect_stable(student, cls, init, "7.10 large", "float16", device=cuda, cast="float16")
 
 
 @check("7.11", points=0, kind="device")
 def test_cuda_bfloat16(student, cuda, request):
-    """On CUDA, bfloat16: both modules keep bfloat16 on the GPU and match the reference"""
+    """On CUDA, bfloat16: both modules keep bfloat16 on the GPU, match the reference and survive large scores"""
     with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.11", "bfloat16", device=cuda, cast="bfloat16", with_mistakes=False)
+            _expect_stable(student, cls, init, "7.11 large", "bfloat16", device=cuda, cast="bfloat16")
+
+
+# ------------------------------------------------------------------ complexity and shortcuts
+GROW = {"T": (8, 16, 32), "B": (2, 3, 4)}                  # d_model 32
+GROW_HEADS = (2, 4, 8)
+MEMORY = {"B": 2, "T": 64, "D": 128, "h": 4}              # head_dim 32: a (B, h, T, T, head_dim) intermediate
+#                                                            is 32 times the weights, far over the allowance
+
+
+def _complexity_case(cls, B, T, D=32, h=4):
+    """(init, params, x) for the module `cls` at these sizes, seeded by them."""
+    init = {"d_model": D} if cls == SINGLE else {"d_model": D, "num_heads": h}
+    return init, _params(("7.12", B, T), cls, init), randn((STEP, "7.12", cls, B, T, D), (B, T, D))
+
+
+def _reference_flops(cls, init, params, x):
+    mod = _ref_module(cls, init)
+    with torch.no_grad():
+        for name, p in mod.named_parameters():
+            p.copy_(torch.from_numpy(params[name]))
+    return complexity.reference_flops(mod, torch.from_numpy(x))
+
+
+def _expect_module_efficient(student, request, cls):
+    what = f"{cls}(...).forward(x)"
+
+    def measure(B, T, D=32, h=4):
+        init, params, x = _complexity_case(cls, B, T, D, h)
+        return student.measure(student.module_request(cls, init, params, x), what)
+    if cls == SINGLE:
+        complexity.expect_vectorised(request, measure, what, {"B": 2, "T": 8}, GROW)
+    else:   # the module a real model would use: a loop over heads costs here (step 6 only tells it)
+        complexity.expect_vectorised(request, measure, what, {"B": 2, "T": 8, "h": 4}, dict(GROW, h=GROW_HEADS))
+    init, params, x = _complexity_case(cls, **MEMORY)
+    measured = measure(**MEMORY)
+    complexity.expect_memory(measured, complexity.nbytes(*_reference(cls, init, params, x)), what,
+                             complexity.shapes_text(x))
+    complexity.expect_flops(measured, _reference_flops(cls, init, params, x), what)
+
+
+@check("7.12", points=1, kind="complexity")
+def test_vectorised(student, request):
+    """Vectorised, heads batched: no Python loop over tokens, batch entries or heads; memory and multiply-adds within a constant factor of the reference's"""
+    for cls in (SINGLE, MULTI):
+        _expect_module_efficient(student, request, cls)
+
+
+@check("7.13", points=1, kind="api")
+def test_no_library_attention(student):
+    """Calls none of the library attention functions (F.scaled_dot_product_attention, nn.MultiheadAttention, ...)"""
+    names = complexity.forbidden_apis(STEP)
+    for cls in (SINGLE, MULTI):
+        init, what = _init(cls), f"{cls}(...).forward(x)"
+        x = randn((STEP, "7.13", cls, "x"), (B, T, D))
+        measured = student.measure(student.module_request(cls, init, _params("7.13", cls, init), x), what,
+                                   forbidden=names, count=False)
+        complexity.expect_no_forbidden([measured], what, names)

@@ -1,0 +1,419 @@
+"""Meters for the child: what the student's code does while one request runs, counted, never timed.
+
+Copied beside runner.py (like wire.py), so it depends on the standard library alone; torch is used
+only when the process has already imported it. `Meter.run(fn, *args)` calls the student's code
+with these on, and `Meter.report()` returns plain counts that the grader judges:
+
+- lines:  executed lines of the student's own code (sys.settrace, only for frames whose file is
+          one of the student's files; every other frame is left untraced).
+- calls:  Python and C function calls made while it ran, in any code but this file's hooks
+          (sys.setprofile). A loop hidden in a library's Python code (np.apply_along_axis) shows here.
+- ops:    tensor operations (aten ops seen by a TorchDispatchMode), when torch is loaded.
+- flops:  multiply-adds of those ops, by torch's own flop formulas (torch.utils.flop_counter).
+- peak_bytes: the most memory held at once by what the call allocated: numpy's and Python's
+          allocations (tracemalloc, numpy steps only; numpy reports its data buffers to it) plus
+          tensor storages created during the call (tracked from the dispatch mode until the
+          tensors die).
+- forbidden: the forbidden APIs (dotted names) the code called, in order, each once. A call is
+          seen while the code runs: torch functions and Tensor methods through a TorchFunctionMode,
+          Python functions (scipy.special.softmax, nn.MultiheadAttention's methods) by their code
+          object on the profiler's 'call' events, C functions on its 'c_call' events, and
+          `torch.ops.aten.NAME` at the dispatcher. A forbidden call made inside another one
+          (F.softmax inside nn.Softmax) is not listed again.
+- tampered: what switched a meter off while the code ran (sys.settrace(None), tracemalloc.stop(),
+          popping the torch modes, ...). The grader treats a tampered measurement as a failed one.
+
+Every count is deterministic: the same code on the same inputs gives the same numbers (the
+garbage collector is paused while the call runs, so memory is freed by reference counts alone,
+never at a moment that depends on earlier requests).
+
+Limits, plainly: the meters run in the student's own process, so a submission that means to can
+fool them (put a tracer back after removing it, through a call the profiler cannot see, or edit
+the meter's counts in memory). That can only win the complexity and api points, never a numbers
+point: the values are still compared in the grader. Threads the student starts are not traced,
+and a loop run entirely in C (map(np.exp, rows), np.vectorize of a C function) makes no Python
+line or call per item, so in a numpy step it is not seen.
+"""
+import gc
+import sys
+import tracemalloc
+import weakref
+
+_HERE = __file__
+
+# Taken when the runner imports this module, before any student code runs: a submission that
+# replaces sys.settrace or tracemalloc.start cannot stop the meters from being installed.
+_settrace, _gettrace = sys.settrace, sys.gettrace
+_setprofile, _getprofile = sys.setprofile, sys.getprofile
+_tm_start, _tm_stop, _tm_is_tracing = tracemalloc.start, tracemalloc.stop, tracemalloc.is_tracing
+_tm_memory, _tm_reset_peak, _tm_traceback = (tracemalloc.get_traced_memory, tracemalloc.reset_peak,
+                                             tracemalloc.get_object_traceback)
+_gc_disable, _gc_enable, _gc_isenabled = gc.disable, gc.enable, gc.isenabled
+
+# C functions that switch a meter off, by id (seen on the profiler's 'c_call' events)
+_TAMPER_C = {id(f): n for f, n in ((sys.settrace, "sys.settrace"), (sys.setprofile, "sys.setprofile"),
+                                   (tracemalloc.stop, "tracemalloc.stop"), (tracemalloc.start, "tracemalloc.start"),
+                                   (tracemalloc.clear_traces, "tracemalloc.clear_traces"),
+                                   (tracemalloc.reset_peak, "tracemalloc.reset_peak"))}
+MAX_NAMES = 20          # forbidden / tampered names reported at most
+
+
+def resolve(name):
+    """The object a dotted name refers to, looked up in modules already imported (None if none).
+
+    Nothing is imported here: a module the student's code never imported cannot have been called.
+    """
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is not None:
+            break
+    else:
+        return None
+    for part in parts[i:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _codes(obj):
+    """Code objects that running `obj` enters: a function's own, a class's own methods'."""
+    if isinstance(obj, type):
+        return [c for v in vars(obj).values() for c in _codes(v)] if obj.__module__ != "builtins" else []
+    code = getattr(getattr(obj, "__func__", obj), "__code__", None)
+    return [code] if code is not None else []
+
+
+class Forbidden:
+    """The forbidden names of one measurement, resolved to what each call site can be matched by."""
+
+    def __init__(self, names):
+        self.by_code, self.by_id, self.by_object, self.aten = {}, {}, [], {}
+        for name in names:
+            if name.startswith("torch.ops."):          # torch.ops.aten._softmax: at the dispatcher
+                self.aten[name[len("torch.ops."):]] = name
+                continue
+            obj = resolve(name)
+            if obj is None:
+                continue
+            codes = _codes(obj)
+            for code in codes:
+                self.by_code[code] = name
+            if not codes:
+                self.by_id[id(obj)] = name            # a C function (torch.softmax, F.scaled_dot_product_attention)
+            self.by_object.append((obj, name))        # what a TorchFunctionMode is handed
+
+    def torch_function(self, func):
+        for obj, name in self.by_object:
+            if func is obj:
+                return name
+        return None
+
+
+class Meter:
+    """Counts for one call of the student's code. `count=False` watches forbidden calls only."""
+
+    def __init__(self, student_files, forbidden=(), count=True, python_memory=True):
+        self.files = frozenset(student_files)
+        self.names = [str(n) for n in forbidden][:200]
+        self.count = count
+        # tracemalloc: numpy arrays and Python objects. Off for the torch steps, where tensors are
+        # tracked from the dispatch mode: it would count the meters' own bookkeeping there, and make
+        # each op ten times slower
+        self.python_memory = count and python_memory
+        self.lines = self.calls = self.ops = self.flops = 0
+        self.tm_peak = 0
+        self.tensor_now = self.tensor_peak = 0
+        self.forbidden, self.tampered = [], []
+        self.ran = False
+        self.errors = 0                 # the meters' own failures: the grader's fault, never the student's
+        self._hooks = 0                 # > 0 while one of this file's hooks runs: not the student's work
+        self._inside = 0                # > 0 inside a forbidden call already recorded
+        self._closers = []              # what ends each profiler-seen forbidden call (a frame, or a C function id)
+        self._live, self._tracked = {}, {}     # storage -> [bytes, live tensors]; id(tensor) -> (storage, weakref)
+
+    # -------------------------------------------------------------- the hooks
+    def _trace(self, frame, event, arg):
+        """sys.settrace's global hook: trace the student's frames only."""
+        return self._trace_line if frame.f_code.co_filename in self.files else None
+
+    def _trace_line(self, frame, event, arg):
+        if event == "line":
+            self.lines += 1
+        return self._trace_line
+
+    def _profile(self, frame, event, arg):
+        if frame.f_code.co_filename == _HERE:
+            if event == "call":
+                self._hooks += 1
+            elif event == "return":
+                self._hooks -= 1
+            return
+        if self._hooks:
+            return
+        if event == "call":
+            self.calls += 1
+            name = self._watch.by_code.get(frame.f_code)
+            if name:
+                self._enter(name, frame)
+        elif event == "return":
+            if self._closers and self._closers[-1] is frame:
+                self._leave()
+        elif event == "c_call":
+            self.calls += 1
+            if id(arg) in _TAMPER_C:
+                what = _TAMPER_C[id(arg)]
+                # watching for forbidden calls only, the profiler is all that matters
+                if self.count or what == "sys.setprofile":
+                    self._tamper(what)
+            name = self._watch.by_id.get(id(arg))
+            if name:
+                self._enter(name, id(arg))
+        elif event in ("c_return", "c_exception"):
+            if self._closers and self._closers[-1] == id(arg):
+                self._leave()
+
+    def _enter(self, name, closer):
+        self._seen(name)
+        self._inside += 1
+        self._closers.append(closer)
+
+    def _leave(self):
+        self._closers.pop()
+        self._inside -= 1
+
+    def _seen(self, name):
+        if not self._inside and name not in self.forbidden and len(self.forbidden) < MAX_NAMES:
+            self.forbidden.append(name)
+
+    def _tamper(self, what):
+        if what not in self.tampered and len(self.tampered) < MAX_NAMES:
+            self.tampered.append(what)
+
+    # -------------------------------------------------------------- torch
+    def on_function(self, func, call):
+        """From the TorchFunctionMode: note a forbidden torch function, then run it."""
+        name = self._watch.torch_function(func)
+        if name is None or self._inside:
+            return call()
+        self._seen(name)
+        self._inside += 1
+        try:
+            return call()
+        finally:
+            self._inside -= 1
+
+    def on_op(self, func, args, kwargs, out):
+        """From the TorchDispatchMode: count the op, its flops, and the storages it created."""
+        # the bookkeeping's own calls would each wake the profiler and the tracer (ignored, but a
+        # few microseconds each, 40 times slower in all): both are off while it runs
+        profiler, tracer = _getprofile(), _gettrace()
+        _setprofile(None)
+        _settrace(None)
+        try:
+            self._count_op(func, args, kwargs, out)
+        except Exception:               # a meter must never break the student's code
+            self.errors += 1
+        finally:
+            _settrace(tracer)
+            _setprofile(profiler)
+
+    def _count_op(self, func, args, kwargs, out):
+        self.ops += 1
+        packet = str(getattr(func, "_overloadpacket", func))
+        if packet in self._watch.aten:
+            self._seen(self._watch.aten[packet])
+        if not self.count:
+            return
+        self.flops += _flops(func, args, kwargs, out)
+        before = {_storage(t)[0] for t in _tensors((args, kwargs))}
+        for t in _tensors(out):
+            key, nbytes = _storage(t)
+            if key is None:
+                continue
+            if key not in self._live:
+                if key in before:           # a view of, or a write into, memory from before the call
+                    continue
+                self._live[key] = [nbytes, 0]
+                self.tensor_now += nbytes
+                self.tensor_peak = max(self.tensor_peak, self.tensor_now)
+            tid = id(t)
+            if tid not in self._tracked:     # every live tensor on a storage keeps it counted
+                # a weakref callback, not weakref.finalize: finalize's own Python frame would be
+                # counted as one more call for every tensor that dies
+                self._tracked[tid] = (key, weakref.ref(t, lambda _, tid=tid: self._release(tid)))
+                self._live[key][1] += 1
+
+    def _release(self, tid):
+        key = self._tracked.pop(tid, (None,))[0]
+        entry = self._live.get(key)
+        if entry is None:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            self.tensor_now -= entry[0]
+            del self._live[key]
+
+    # -------------------------------------------------------------- running
+    def run(self, fn, *args, **kwargs):
+        """Call fn(*args, **kwargs) with the meters on; returns what it returns (or raises what it raises)."""
+        self._watch = Forbidden(self.names)
+        torch = sys.modules.get("torch")
+        modes = _torch_modes(self, torch) if torch is not None else []
+        gc_was_on = _gc_isenabled()
+        _gc_disable()
+        if self.python_memory:
+            _tm_start()
+            _tm_reset_peak()
+            # a fresh object (no free list): its trace vanishes if tracemalloc is stopped and restarted
+            sentinel = bytearray(8)
+        grad = torch.no_grad() if torch is not None else None
+        self.ran = True
+        entered = []
+        try:
+            if grad is not None:
+                grad.__enter__()
+            for mode in modes:
+                mode.__enter__()
+                entered.append(mode)
+            if self.count:
+                _settrace(self._trace)
+            _setprofile(self._profile)
+            return fn(*args, **kwargs)
+        finally:
+            profiler, tracer = _getprofile(), _gettrace()
+            _setprofile(None)
+            _settrace(None)
+            if profiler != self._profile:
+                self._tamper("sys.setprofile")
+            if self.count and tracer != self._trace:
+                self._tamper("sys.settrace")
+            for mode in reversed(entered):
+                try:
+                    mode.__exit__(None, None, None)
+                except BaseException:       # the student popped our mode off the stack
+                    self._tamper("the torch modes")
+            if torch is not None and _mode_stacks(torch) != self._stacks:
+                self._tamper("the torch modes")
+            if grad is not None:
+                grad.__exit__(None, None, None)
+            if self.python_memory:
+                if not _tm_is_tracing() or _tm_traceback(sentinel) is None:
+                    self._tamper("tracemalloc")
+                    self.tm_peak = 0
+                else:
+                    self.tm_peak = _tm_memory()[1]
+                    _tm_stop()
+            self._tracked.clear()           # drops the weakrefs: what dies later is not this call's business
+            if gc_was_on:
+                _gc_enable()
+
+    def report(self):
+        """Plain data for the grader (which validates it: this process is the student's)."""
+        return {"ran": self.ran, "lines": self.lines, "calls": self.calls, "ops": self.ops, "flops": self.flops,
+                "peak_bytes": self.tm_peak + self.tensor_peak, "forbidden": list(self.forbidden),
+                "tampered": list(self.tampered), "errors": self.errors}
+
+
+# ------------------------------------------------------------------ torch helpers
+_MODE_CLASSES = {}
+
+
+def _torch_modes(meter, torch):
+    """A TorchFunctionMode (forbidden torch functions) and a TorchDispatchMode (ops, memory)."""
+    if not _MODE_CLASSES:
+        from torch.overrides import TorchFunctionMode
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        class FunctionWatch(TorchFunctionMode):
+            def __init__(self, meter):
+                super().__init__()
+                self.meter = meter
+
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                return self.meter.on_function(func, lambda: func(*args, **(kwargs or {})))
+
+        class OpWatch(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls):
+                # else torch wraps __torch_dispatch__ in torch._dynamo.disable, whose first call
+                # imports torch._dynamo (800 modules, a second or more) in every child
+                return False
+
+            def __init__(self, meter):
+                super().__init__()
+                self.meter = meter
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                out = func(*args, **(kwargs or {}))
+                self.meter.on_op(func, args, kwargs or {}, out)
+                return out
+
+        _MODE_CLASSES.update(function=FunctionWatch, dispatch=OpWatch)
+    meter._stacks = _mode_stacks(torch)
+    modes = [_MODE_CLASSES["dispatch"](meter)]
+    if meter.names:
+        modes.insert(0, _MODE_CLASSES["function"](meter))
+    return modes
+
+
+def _mode_stacks(torch):
+    """The depth of torch's two mode stacks: changed by the student's code only if it tampered."""
+    try:
+        return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())
+    except AttributeError:          # an older torch: no way to look
+        return None
+
+
+def _tensors(tree):
+    """The tensors in nested tuples, lists and dicts."""
+    torch = sys.modules["torch"]
+    if isinstance(tree, torch.Tensor):
+        yield tree
+    elif isinstance(tree, (list, tuple)):
+        for item in tree:
+            yield from _tensors(item)
+    elif isinstance(tree, dict):
+        for item in tree.values():
+            yield from _tensors(item)
+
+
+def _storage(t):
+    """(an id of the memory a tensor lives in, its size in bytes), or (None, 0) when it has none."""
+    try:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+        return (None, 0) if ptr == 0 else ((str(t.device), ptr), storage.nbytes())
+    except (RuntimeError, NotImplementedError, AttributeError):
+        return None, 0
+
+
+def _flops(func, args, kwargs, out):
+    """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones)."""
+    try:
+        from torch.utils.flop_counter import flop_registry
+    except ImportError:
+        return 0
+    formula = flop_registry.get(getattr(func, "_overloadpacket", None))
+    if formula is None:
+        return 0
+    try:
+        return int(formula(*args, **kwargs, out_val=out))
+    except TypeError:               # torch < 2.4 named it `out`
+        return int(formula(*args, **kwargs, out=out))
+
+
+def flops_of(fn, *args, **kwargs):
+    """For the grader: the multiply-adds of trusted code (a reference), counted exactly as the
+    child counts the student's, with the dispatch mode alone (no tracer, profiler or tracemalloc)."""
+    import torch
+    meter = Meter(())
+    meter._watch = Forbidden(())
+    (mode,) = _torch_modes(meter, torch)
+    try:
+        with torch.no_grad(), mode:
+            fn(*args, **kwargs)
+    finally:
+        meter._tracked.clear()
+    return meter.flops
