@@ -27,7 +27,8 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__, contract
+from . import __version__, contract, i18n
+from .i18n import _
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 STEP_FILE_NAMES = {name for s in contract.STEPS for name in s.files}
@@ -86,7 +87,7 @@ def _read_folder(folder):
             size = os.path.getsize(path)
             total += size
             if size > MAX_FILE_BYTES or total > MAX_SUBMISSION_BYTES:
-                raise BadSubmission(f"{name} makes the submission larger than the limit")
+                raise BadSubmission(_("{file} makes the submission larger than the limit", file=name))
             with open(path, "rb") as f:
                 files[Path(path).relative_to(folder).as_posix()] = f.read()
     return files
@@ -100,7 +101,7 @@ def _read_zip(path):
         with zipfile.ZipFile(path) as zf:
             for n, info in enumerate(zf.infolist()):
                 if n >= MAX_ZIP_MEMBERS:
-                    raise BadSubmission("the zip holds too many entries")
+                    raise BadSubmission(_("the zip holds too many entries"))
                 name = PurePosixPath(info.filename.replace("\\", "/"))
                 if (info.is_dir() or name.name not in STEP_FILE_NAMES or name.is_absolute()
                         or ".." in name.parts or ".ipynb_checkpoints" in name.parts or "__MACOSX" in name.parts
@@ -112,10 +113,10 @@ def _read_zip(path):
                         data += chunk
                         total += len(chunk)
                         if len(data) > MAX_FILE_BYTES or total > MAX_SUBMISSION_BYTES:
-                            raise BadSubmission(f"{name.name} in the zip is larger than the limit")
+                            raise BadSubmission(_("{file} in the zip is larger than the limit", file=name.name))
                 files[name.as_posix()] = bytes(data)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
-        raise BadSubmission(f"the zip could not be read ({type(exc).__name__}: {exc})") from None
+        raise BadSubmission(_("the zip could not be read ({error})", error=f"{type(exc).__name__}: {exc}")) from None
     return files
 
 
@@ -123,7 +124,9 @@ def _read_zip(path):
 _grader_hash = None
 # the modules whose code decides a score or what results.json holds
 GRADING_MODULES = ("checks.py", "contract.py", "grading.py", "inputs.py", "isolation.py", "misconceptions.py",
-                   "report.py", "sandbox.py", "tolerances.py", "variants.py", "zygote.py", "__init__.py")
+                   "report.py", "sandbox.py", "tolerances.py", "variants.py", "zygote.py", "__init__.py",
+                   "gradients.py", "complexity.py", "forbidden_apis.toml",
+                   "i18n.py", "locale")       # the messages' translations: the results hold them
 
 
 def grader_fingerprint(limits):
@@ -135,14 +138,15 @@ def grader_fingerprint(limits):
         here = KIT_ROOT / "autograder"
         for folder in (here / "suites", here / "child", KIT_ROOT / "solutions", *(here / m for m in GRADING_MODULES)):
             for path in sorted(folder.rglob("*") if folder.is_dir() else [folder]):
-                if path.is_file() and path.suffix in (".py", ".ini", ".json") and "__pycache__" not in path.parts:
+                if path.is_file() and path.suffix in (".py", ".ini", ".json", ".toml") and "__pycache__" not in path.parts:
                     h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
         _grader_hash = h.hexdigest()
     return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
 
 
-def fingerprint(files, limits):
-    h = hashlib.sha256(grader_fingerprint(limits).encode())
+def fingerprint(files, limits, lang="en"):
+    # the language too: the results hold the messages, so a rerun in another language regrades
+    h = hashlib.sha256((grader_fingerprint(limits) + lang).encode())
     for name in sorted(files):
         h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     return h.hexdigest()
@@ -175,18 +179,27 @@ def write_atomically(path, data):
 _worker_lock = threading.Lock()   # a Dask worker runs tasks in threads; pytest and the zygote want one at a time
 
 
+_grader = None                    # this worker's warm grader (grading.Grader): one pytest session
+
+
 def warm_up():
-    """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's imports."""
+    """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
+    imports, and the worker's pytest session, which collects the suites once for all its tasks."""
+    global _grader
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from . import zygote
         zygote.start()
+    if _grader is None or not _grader.alive:
+        from . import grading
+        _grader = grading.Grader()
 
 
-def grade_files(student, files, limits):
-    """Grade one submission given as {relative path: bytes}; returns Gradescope results (a dict).
-    Runs in a worker process: local pool or Dask."""
-    from . import grading, report
-    with _worker_lock:
+def grade_files(student, files, limits, lang="en"):
+    """Grade one submission given as {relative path: bytes}, its messages in `lang`; returns
+    Gradescope results (a dict). Runs in a worker process: local pool or Dask (the language
+    travels with each task, as a worker on another machine knows nothing of the command line)."""
+    from . import report
+    with _worker_lock, i18n.language(lang):
         warm_up()
         scratch = tempfile.mkdtemp(prefix="attention-kit-batch-")
         try:
@@ -196,7 +209,7 @@ def grade_files(student, files, limits):
                 target = folder.joinpath(*PurePosixPath(name).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            return report.gradescope(grading.grade(str(folder), limits))
+            return report.gradescope(_grader.grade(str(folder), limits))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
@@ -251,10 +264,12 @@ class DaskPool:
 STEP_STEMS = [s.stem for s in contract.STEPS]
 
 
-def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None):
-    """Grade every submission under `root` into `out_dir`/<student>/results.json; returns
-    {student: (outcome, results)} where outcome is "graded", "skipped" or "error"."""
+def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
+    """Grade every submission under `root` into `out_dir`/<student>/results.json, the messages in
+    `lang` (default: the current language); returns {student: (outcome, results)} where outcome
+    is "graded", "skipped" or "error"."""
     from .progress import Progress
+    lang = lang or i18n.get_language()
     subs = discover(root)
     progress = progress or Progress(len(subs))
     outcomes, pending = {}, {}
@@ -266,7 +281,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             outcomes[sub.student] = ("error", _store(out_dir, sub, None, error_results(str(exc))))
             progress.update(sub.student, "error")
             continue
-        fp = fingerprint(files, limits)
+        fp = fingerprint(files, limits, lang)
         old = previous_result(out_dir, sub.student, fp)
         if old is not None:
             outcomes[sub.student] = ("skipped", old)
@@ -277,13 +292,14 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
         pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1)
         try:
             for sub, files, fp in todo:
-                pending[pool.submit(grade_files, sub.student, files, limits)] = (sub, fp)
+                pending[pool.submit(grade_files, sub.student, files, limits, lang)] = (sub, fp)
             for future in pool.as_completed(list(pending)):
                 sub, fp = pending.pop(future)
                 try:
                     results, outcome = future.result(), "graded"
                 except Exception as exc:   # the grader failed on this one: record it, go on
-                    results, outcome, fp = error_results(f"grading failed: {type(exc).__name__}: {exc}"), "error", None
+                    results, outcome, fp = error_results(_("grading failed: {error}",
+                                                           error=f"{type(exc).__name__}: {exc}")), "error", None
                 outcomes[sub.student] = (outcome, _store(out_dir, sub, fp, results))
                 progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"])
         finally:

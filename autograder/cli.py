@@ -3,7 +3,7 @@
 import argparse
 import sys
 
-from . import grading, report
+from . import grading, i18n, report, zygote
 from .sandbox import Limits
 
 
@@ -37,6 +37,8 @@ def main(argv=None):
     x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
     add_grade_all(sub)
     args = parser.parse_args(argv)
+    # every student-facing message from here on (grade-all hands the language to its workers)
+    i18n.set_language(getattr(args, "lang", "en"))
     if args.command == "grade-all":
         return grade_all(args)
 
@@ -87,6 +89,13 @@ def add_limit_args(parser):
                         help="seconds all of one submission's code may run together (default %(default)s)")
     parser.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
                         help="how student code is walled off (default: the strongest available)")
+    add_lang_arg(parser)
+
+
+def add_lang_arg(parser):
+    parser.add_argument("--lang", choices=i18n.LANGUAGES, default="en",
+                        help="language of the messages students read: en (English, the default) or zh "
+                             "(Simplified Chinese)")
 
 
 def limits_from(args, **extra):
@@ -134,13 +143,9 @@ def emit(args, result):
 # ------------------------------------------------------------------ warm children (issue 7)
 def start_warm_children():
     """Fork the step children from a zygote that imports numpy and torch once (autograder/zygote.py),
-    unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per child."""
-    import os
-    from . import isolation
-    # not on GPU machines: forking CUDA-capable children from a warm torch is untested there
-    if os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not isolation.gpu_present():
-        from . import zygote
-        zygote.start()
+    unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per child (a no-op when
+    __main__ started it already)."""
+    zygote.start_unless_disabled()
 
 
 # ------------------------------------------------------------------ grade-all (issue 7)

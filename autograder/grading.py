@@ -7,9 +7,12 @@ outcomes into scored checks.
 """
 import contextlib
 import io
+import os
+import queue
 import re
 import sys
 import tempfile
+import threading
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +21,7 @@ import pytest
 
 from . import contract
 from .checks import NOTES, CheckFailed
+from .i18n import _, translate
 from . import isolation
 from .sandbox import Budget, Limits, StepSession, StudentProblem
 
@@ -98,18 +102,128 @@ def find_step_files(submission):
     return found
 
 
-# ------------------------------------------------------------------ pytest plugin
-class GradingPlugin:
-    """Hands the step sessions to the suites and records each check's outcome."""
+# ------------------------------------------------------------------ one submission
+class Job:
+    """One submission being graded: its step sessions and the outcomes of its checks.
 
-    def __init__(self, sessions):
-        self.sessions = sessions
+    `start()` chooses the isolation level (a probe, once per process) and starts each step's
+    child, its file loading, in a thread: that runs while pytest collects the suites (which
+    imports torch, as the zygote does on the other core), or while an earlier job's checks run.
+    """
+
+    def __init__(self, submission, limits=None, steps=None):
+        self.submission, self.limits = str(submission), limits or Limits()
+        self.files = find_step_files(submission)
+        if Path(submission).is_file():
+            steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files]
+        self.wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
+        self.sessions = {}       # stem -> StepSession
+        self.closers = {}        # stem -> the thread closing its session
         self.results = {}        # stem -> [CheckResult]
         self.skipped = {}        # stem -> [(number, name, reason)]
         self.internal_errors = 0
+        self.mode, self.error, self.report = None, None, None
+        self.done = threading.Event()
+        self._starter = threading.Thread(target=self._start_children, daemon=True)
+
+    @property
+    def stems(self):
+        return {s.stem for s in self.wanted}
+
+    def start(self):
+        self.budget = Budget(self.limits.submission_seconds)
+        self._starter.start()
+        return self
+
+    def _start_children(self):
+        try:
+            self.mode = isolation.choose_mode(self.limits.isolation)
+            if self.mode != "process":
+                isolation.protect_grader()
+            for s in self.wanted:
+                session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode)
+                self.sessions[s.stem] = session
+                session.start()
+        except BaseException as exc:  # re-raised by result()
+            self.error = exc
+
+    def wait_started(self):
+        self._starter.join()
+        if self.error is not None:
+            raise self.error
+
+    def close_step(self, stem):
+        """The step's last check is done: its child dies while the next step is graded."""
+        if stem in self.sessions and stem not in self.closers:
+            self.closers[stem] = closer = threading.Thread(target=self.sessions[stem].close, daemon=True)
+            closer.start()
+
+    def finish(self, error=None):
+        """Close every step's session (side by side, waiting for all), then build the report."""
+        self._starter.join()
+        for stem in self.sessions:
+            self.close_step(stem)
+        for closer in self.closers.values():
+            closer.join()
+        self.error = self.error or error
+        if self.error is None:
+            self.report = self._report()
+        self.done.set()
+
+    def _report(self):
+        step_results = []
+        for s in self.wanted:
+            session = self.sessions[s.stem]
+            checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
+            step_results.append(StepResult(
+                s, session.display if session.path else None, checks, self.skipped.get(s.stem, []),
+                session.printed(), session.cell_errors))
+        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors)
+
+    def result(self):
+        """The Report, once finished; raises what stopped the grader (never the student's code)."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.report
+
+
+# ------------------------------------------------------------------ pytest plugin
+class GradingPlugin:
+    """Runs the collected checks once per job (one pytest session can grade many submissions),
+    hands each job's step sessions to the suites, and records each check's outcome."""
+
+    def __init__(self, jobs):
+        self.jobs = jobs         # an iterable of started Jobs (it may block waiting for the next)
+        self.job = None          # the one being graded
 
     def pytest_configure(self, config):
-        config.stash[SESSIONS] = self.sessions
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if session.testsfailed:
+            raise session.Interrupted(f"{session.testsfailed} error(s) while collecting the hidden suites")
+        for job in self.jobs:
+            self.job = job
+            try:
+                job.wait_started()
+                self.config.stash[SESSIONS] = job.sessions
+                items = [i for i in session.items if i.module.STEP in job.stems]
+                for i, item in enumerate(items):
+                    if NOTES in item.stash:       # left from the previous submission
+                        del item.stash[NOTES]
+                    nextitem = items[i + 1] if i + 1 < len(items) else None
+                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                    if nextitem is None or nextitem.module.STEP != item.module.STEP:
+                        job.close_step(item.module.STEP)
+            except BaseException as exc:
+                job.finish(exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                job.finish()
+        return True
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
@@ -123,16 +237,17 @@ class GradingPlugin:
 
     def _record(self, item, call, report, spec):
         stem = item.module.STEP
-        name = spec.get("name") or _first_line(item.function.__doc__) or item.name
+        # the check's title, in the language of this grading (tests/test_i18n.py holds every title to a translation)
+        name = translate(spec.get("name") or _first_line(item.function.__doc__) or item.name)
         points = float(spec["points"])
         misc, extra = [], []
         if report.skipped:
-            reason = call.excinfo.value.msg if call.excinfo else "skipped"
-            self.skipped.setdefault(stem, []).append((spec["number"], name, reason))
+            reason = call.excinfo.value.msg if call.excinfo else _("skipped")
+            self.job.skipped.setdefault(stem, []).append((spec["number"], name, reason))
             return
         if report.passed:
             notes = item.stash.get(NOTES, [])
-            status, score, output = "passed", points, "\n".join(["Passed."] + notes)
+            status, score, output = "passed", points, "\n".join([_("Passed.")] + notes)
         else:
             status, score = "failed", 0.0
             exc = call.excinfo.value if call.excinfo else None
@@ -145,13 +260,13 @@ class GradingPlugin:
             else:
                 # a bug in the grader, not in the student's code: tell the instructor in full,
                 # the student only that it happened
-                self.internal_errors += 1
+                self.job.internal_errors += 1
                 print(f"attention-kit: internal error in check {spec['number']} ({item.nodeid}):\n"
                       + "".join(traceback.format_exception(exc)) if exc else str(report.longrepr),
                       file=sys.__stderr__)
-                output = ("The grader could not finish this check because of an internal error "
-                          "(not your code's fault). Please tell your instructor.")
-        self.results.setdefault(stem, []).append(CheckResult(
+                output = _("The grader could not finish this check because of an internal error "
+                           "(not your code's fault). Please tell your instructor.")
+        self.job.results.setdefault(stem, []).append(CheckResult(
             stem, spec["number"], name, spec["kind"], points, score, status, output, misc, extra))
 
 
@@ -166,42 +281,115 @@ def _number_key(number):
 # ------------------------------------------------------------------ grading
 def grade(submission, limits=None, steps=None):
     """Grade a folder or single step file. Returns a Report; never raises for student code."""
-    limits = limits or Limits()
-    mode = isolation.choose_mode(limits.isolation)
-    if mode != "process":
-        isolation.protect_grader()
-    budget = Budget(limits.submission_seconds)
-    files = find_step_files(submission)
-    if Path(submission).is_file():
-        steps = steps or [s.stem for s in contract.STEPS if s.stem in files]
-    wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
-    sessions = {s.stem: StepSession(s, files.get(s.stem), limits, budget, mode) for s in wanted}
-    plugin = GradingPlugin(sessions)
-    args = [str(SUITES_DIR / f"test_{s.stem}.py") for s in wanted] + [
+    job = Job(submission, limits, steps).start()
+    run_session([job], job.wanted)
+    return job.result()
+
+
+SESSIONS_RUN = 0    # pytest sessions started by this process (a warm grader starts one)
+
+
+def run_session(jobs, wanted=contract.STEPS):
+    """One pytest session over the suites of `wanted`, grading each job in turn."""
+    global SESSIONS_RUN
+    SESSIONS_RUN += 1
+    plugin = GradingPlugin(jobs)
+    log = BoundedLog()
+    try:
+        with contextlib.redirect_stdout(log), _no_plugin_autoload():
+            code = pytest.main(pytest_args(wanted), plugins=[plugin])
+    finally:
+        for job in [plugin.job] + (jobs if isinstance(jobs, list) else []):
+            if job is not None and not job.done.is_set():
+                job.finish(RuntimeError(f"the hidden suites did not run:\n{log.getvalue()}"))
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        # collection errors or the like: the grader itself is broken
+        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{log.getvalue()}")
+
+
+class Grader:
+    """A warm grader for a batch worker: one pytest session, kept running in a thread, grades
+    submission after submission, so the suites are collected once per worker, not per student."""
+
+    def __init__(self):
+        self.queue = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.error = None
+
+    def _serve(self):
+        try:
+            run_session(iter(self.queue.get, None))
+        except BaseException as exc:
+            self.error = exc
+        while True:             # the session ended early: fail what is still queued
+            try:
+                job = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.finish(RuntimeError(f"the grader stopped: {self.error!r}"))
+
+    @property
+    def alive(self):
+        return self.thread.is_alive()
+
+    def grade(self, submission, limits=None, steps=None):
+        if not self.alive:
+            raise RuntimeError(f"the grader stopped: {self.error!r}")
+        job = Job(submission, limits, steps).start()
+        self.queue.put(job)
+        return job.result()
+
+    def close(self):
+        self.queue.put(None)
+        self.thread.join()
+
+
+class BoundedLog(io.StringIO):
+    """pytest's terminal output (never shown unless the suites fail to run), last 20 kB only."""
+
+    def write(self, text):
+        if self.tell() > 40_000:
+            keep = self.getvalue()[-20_000:]
+            self.seek(0)
+            self.truncate()
+            super().write(keep)
+        return super().write(text)
+
+
+def pytest_args(wanted):
+    """pytest's command line for the suites of the `wanted` steps."""
+    return [str(SUITES_DIR / f"test_{s.stem}.py") for s in wanted] + [
         "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
         "--import-mode=importlib", "-q", "-s", "--no-header", "-p", "no:randomly",
         # the plugin reads each outcome itself: pytest's own source-quoting failure report only costs time
         "--tb=native",
+        # the suites fail by raising CheckFailed, never by a bare assert: no rewriting needed
+        "--assert=plain",
         # its gc.collect() x5 at every session's end is a fifth of a warm grade; student code never runs here
-        "-p", "no:unraisableexception"]
-    log = io.StringIO()
+        "-p", "no:unraisableexception",
+        # plugins a grading run has no use for; each costs time at every check
+        *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")]]
+
+
+@contextlib.contextmanager
+def _no_plugin_autoload():
+    """Installed pytest plugins (anyio's, ...) are not the suites' business, and loading them
+    through their entry points cost 0.4 s per grade."""
+    old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
-        with contextlib.redirect_stdout(log):
-            code = pytest.main(args, plugins=[plugin])
+        yield
     finally:
-        for session in sessions.values():
-            session.close()
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        # collection errors or the like: the grader itself is broken
-        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{log.getvalue()}")
-    step_results = []
-    for s in wanted:
-        session = sessions[s.stem]
-        checks = sorted(plugin.results.get(s.stem, []), key=lambda c: _number_key(c.number))
-        step_results.append(StepResult(
-            s, session.display if session.path else None, checks, plugin.skipped.get(s.stem, []),
-            session.printed(), session.cell_errors))
-    return Report(str(submission), step_results, isolation_info(limits, mode), plugin.internal_errors)
+        if old is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
+
+
+UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", "pastebin", "stepwise",
+                  "setuponly", "setupplan", "legacypath", "python_path", "threadexception", "debugging")
 
 
 def isolation_info(limits, mode):

@@ -267,7 +267,14 @@ def kill_everything(plan, pid):
         pass
     if plan.mode == "uid":
         deadline = time.monotonic() + 5
+        pause = 0.001
         while leftover_processes(plan) and time.monotonic() < deadline:
+            if pause < 0.03:
+                # processes take a moment to die once killed (a torch child unmaps a few hundred
+                # MB): wait for that before assuming something escaped the kills above
+                time.sleep(pause)
+                pause *= 2
+                continue
             killer = os.fork()
             if killer == 0:                  # become that uid, then signal everything it owns
                 try:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from . import isolation, zygote
 from .child import wire
+from .i18n import _
 
 CHILD_DIR = Path(__file__).parent / "child"
 
@@ -59,11 +60,12 @@ class StudentRaised(StudentProblem):
     def student_message(self):
         etype, msg = self.error.get("type", "Exception"), self.error.get("message", "")
         if etype == "NotImplementedError":
-            return (f"{self.what} raised NotImplementedError{': ' + msg if msg else ''}. "
-                    "This part is still a stub: write its body and run the notebook's visible tests.")
-        text = f"{self.what} raised {etype}: {msg}".rstrip(": ")
+            return _("{what} raised NotImplementedError{message}. "
+                     "This part is still a stub: write its body and run the notebook's visible tests.",
+                     what=self.what, message=": " + msg if msg else "")
+        text = _("{what} raised {error}", what=self.what, error=f"{etype}: {msg}".rstrip(": "))
         tb = self.error.get("traceback", "").strip()
-        return text + (f"\nYour code's traceback:\n{tb}" if tb else "")
+        return text + (_("\nYour code's traceback:\n{traceback}", traceback=tb) if tb else "")
 
 
 class StudentCrashed(StudentProblem):
@@ -73,24 +75,25 @@ class StudentCrashed(StudentProblem):
 
     def describe(self):
         rc = self.returncode
-        if rc is not None and rc < 0:
-            try:
-                name = signal.Signals(-rc).name
-            except ValueError:
-                name = "unknown"
-            how = f"crashed (signal {-rc}, {name})"
-            if -rc == signal.SIGXCPU:
-                how = "used up its CPU time (signal SIGXCPU)"
-            elif -rc == signal.SIGXFSZ:
-                how = "wrote a file over the size limit (signal SIGXFSZ)"
-        else:
-            how = f"exited (exit code {rc})"
-        return f"your code {how} while running {self.what}"
+        if rc is None or rc >= 0:
+            return _("your code exited (exit code {code}) while running {what}", code=rc, what=self.what)
+        if -rc == signal.SIGXCPU:
+            return _("your code used up its CPU time (signal SIGXCPU) while running {what}", what=self.what)
+        if -rc == signal.SIGXFSZ:
+            return _("your code wrote a file over the size limit (signal SIGXFSZ) while running {what}",
+                     what=self.what)
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = "unknown"
+        return _("your code crashed (signal {signal}, {name}) while running {what}",
+                 signal=-rc, name=name, what=self.what)
 
     def student_message(self):
-        text = self.describe() + ". Calls to sys.exit, os._exit or code that crashes Python stop the grading of this step."
+        text = _("{problem}. Calls to sys.exit, os._exit or code that crashes Python stop the grading of "
+                 "this step.", problem=self.describe())
         if self.output.strip():
-            text += f"\nLast output of your code:\n{self.output[-1500:]}"
+            text += _("\nLast output of your code:\n{output}", output=self.output[-1500:])
         return text
 
 
@@ -101,10 +104,11 @@ class StudentTimedOut(StudentProblem):
 
     def student_message(self):
         if self.whole:
-            return (f"Grading stopped: your submission used up its {self.seconds:g} s of running time "
-                    f"before {self.what}. Look for loops that never end or very slow code.")
-        return (f"{self.what} timed out after {self.seconds:g} s. Look for a loop that never ends, "
-                "a sleep, or code that waits for input.")
+            return _("Grading stopped: your submission used up its {seconds} s of running time "
+                     "before {what}. Look for loops that never end or very slow code.",
+                     seconds=f"{self.seconds:g}", what=self.what)
+        return _("{what} timed out after {seconds} s. Look for a loop that never ends, "
+                 "a sleep, or code that waits for input.", what=self.what, seconds=f"{self.seconds:g}")
 
 
 class StudentOverMemory(StudentProblem):
@@ -113,9 +117,10 @@ class StudentOverMemory(StudentProblem):
         super().__init__(f"{what} used more than {limit / 2**30:g} GiB")
 
     def student_message(self):
-        return (f"{self.what} used more than {self.limit / 2**30:g} GiB of memory (the limit) and stopped "
-                "with MemoryError. The hidden tests use small inputs: look for an array that grows "
-                "without end or an intermediate far larger than the inputs.")
+        return _("{what} used more than {gib} GiB of memory (the limit) and stopped "
+                 "with MemoryError. The hidden tests use small inputs: look for an array that grows "
+                 "without end or an intermediate far larger than the inputs.",
+                 what=self.what, gib=f"{self.limit / 2**30:g}")
 
 
 class NotDefined(StudentProblem):
@@ -124,11 +129,13 @@ class NotDefined(StudentProblem):
         super().__init__(f"{display} does not define {name}")
 
     def student_message(self):
-        text = f"{self.display} does not define `{self.name}`. Keep the name and signature from the stub."
+        text = _("{file} does not define `{name}`. Keep the name and signature from the stub.",
+                 file=self.display, name=self.name)
         if self.cell_errors:
             first = self.cell_errors[0]
-            text += (f"\nRunning your file stopped with {first['type']}: {first['message']}"
-                     f"\n{first.get('traceback', '').strip()}")
+            text += _("\nRunning your file stopped with {error}: {message}\n{traceback}",
+                      error=first["type"], message=first["message"],
+                      traceback=first.get("traceback", "").strip())
         return text
 
 
@@ -139,14 +146,14 @@ class MissingStep(StudentProblem):
 
     def student_message(self):
         a, b = self.step.files
-        return f"No file for step {self.step.number}: expected {a} or {b} in the submission."
+        return _("No file for step {step}: expected {a} or {b} in the submission.", step=self.step.number, a=a, b=b)
 
 
 class BadReply(StudentProblem):
     """The child answered with something malformed (only a tampered child does that)."""
 
     def student_message(self):
-        return f"Your code's result could not be read back: {self}."
+        return _("Your code's result could not be read back: {problem}.", problem=self)
 
 
 # ------------------------------------------------------------------ the child process
@@ -185,7 +192,7 @@ class OutputTrap(threading.Thread):
 
     def text(self):
         out = self.kept.decode("utf-8", "replace")
-        return out + (f"\n... ({self.dropped} more bytes of output not shown)" if self.dropped else "")
+        return out + (_("\n... ({n} more bytes of output not shown)", n=self.dropped) if self.dropped else "")
 
 
 class Child:
@@ -194,7 +201,7 @@ class Child:
     def __init__(self, framework, limits, student_file, mode):
         self.framework, self.limits = framework, limits
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
-        for name in ("runner.py", "wire.py"):
+        for name in ("runner.py", "wire.py", "meters.py"):
             shutil.copy(CHILD_DIR / name, self.scratch)
         # the child works on its own copy: the submission folder itself stays out of its sight
         self.student_copy = os.path.join(self.scratch, "submission" + Path(student_file).suffix)
@@ -247,10 +254,11 @@ class Child:
     def _read_exactly(self, n, deadline):
         buf = bytearray()
         while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
+            # a reply already waiting is read even past the deadline: a step's file loads while
+            # earlier steps are graded, and may have finished long before its answer is read
+            ready, _, _ = select.select([self.rep_r], [], [], max(deadline - time.monotonic(), 0))
+            if not ready and time.monotonic() >= deadline:
                 raise TimeoutError
-            ready, _, _ = select.select([self.rep_r], [], [], left)
             if ready:
                 chunk = os.read(self.rep_r, min(n - len(buf), 1 << 20))
                 if not chunk:
@@ -260,16 +268,35 @@ class Child:
 
     def request(self, message, what, seconds):
         """Send one request and return the reply; raises StudentCrashed / StudentTimedOut."""
-        import json
         deadline = time.monotonic() + seconds
+        self.send(message, what, deadline, seconds)
+        return self.receive(what, deadline, seconds)
+
+    def send(self, message, what, deadline, seconds):
+        """Write one request without waiting for the reply (see StepSession.start)."""
+        import json
         body = json.dumps(message).encode()
-        try:
-            self._write_all(struct.pack(">I", len(body)) + body, deadline)
+        self._guarded(what, seconds, lambda: self._write_all(struct.pack(">I", len(body)) + body, deadline))
+
+    def receive(self, what, deadline, seconds):
+        """Read the reply to the request sent last."""
+        import json
+
+        def read():
             (size,) = struct.unpack(">I", self._read_exactly(4, deadline))
             if size > wire.MAX_MESSAGE_BYTES:
                 self.kill()
-                raise BadReply(f"a reply of {size} bytes is over the limit")
-            reply = json.loads(self._read_exactly(size, deadline))
+                raise BadReply(_("a reply of {size} bytes is over the limit", size=size))
+            return json.loads(self._read_exactly(size, deadline))
+        reply = self._guarded(what, seconds, read)
+        if not isinstance(reply, dict):
+            raise BadReply(_("the reply is not an object"))
+        return reply
+
+    def _guarded(self, what, seconds, io):
+        """Run one pipe operation; a time-out, a dead child or garbage becomes a StudentProblem."""
+        try:
+            return io()
         except TimeoutError:
             self.kill()
             raise StudentTimedOut(what, seconds) from None
@@ -283,9 +310,6 @@ class Child:
         except ValueError as exc:
             self.kill()
             raise BadReply(str(exc)) from None
-        if not isinstance(reply, dict):
-            raise BadReply("the reply is not an object")
-        return reply
 
     @property
     def alive(self):
@@ -331,6 +355,7 @@ class StepSession:
     load_reply: dict = None
     load_problem: StudentProblem = None
     restarts: int = 0
+    pending_load: tuple = None           # (what, deadline, seconds) of a load sent, not yet answered
     outputs: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -347,31 +372,53 @@ class StepSession:
             raise StudentTimedOut(what, self.budget.seconds, whole_submission=True)
         return min(self.limits.call_seconds, left)
 
+    def start(self):
+        """Start the child and send it the load request without waiting for the answer, so that
+        the steps of a submission load side by side (a slow import is waited for once, not once
+        per step). The answer is read by the first request."""
+        if self.path is None or self.child is not None or self.load_problem is not None:
+            return
+        try:
+            self._spawn()
+        except StudentProblem as problem:
+            self.load_problem = problem
+            self._retire()
+
+    def _spawn(self):
+        """A fresh child with the load request on its way."""
+        what = _("{file} (loading it)", file=self.display)
+        seconds = self._seconds(what)
+        self.child = Child(self.step.framework, self.limits, self.path, self.mode)
+        self.pending_load = (what, time.monotonic() + seconds, seconds)
+        self.child.send({"op": "load", "path": self.child.student_copy, "display": self.display},
+                        what, self.pending_load[1], seconds)
+
     def _ensure_child(self):
         if self.path is None:
             raise MissingStep(self.step)
         if self.load_problem is not None:
             raise self.load_problem
-        if self.child is not None and self.child.alive:
+        if self.child is not None and self.pending_load is None and self.child.alive:
             return self.child
-        if self.child is not None:
+        if self.child is not None and self.pending_load is None:
             self._retire()
             self.restarts += 1
             if self.restarts > self.limits.max_restarts:
                 self.load_problem = StudentProblem(
-                    f"Grading of {self.display} stopped after {self.limits.max_restarts} crashes or time-outs.")
+                    _("Grading of {file} stopped after {n} crashes or time-outs.",
+                      file=self.display, n=self.limits.max_restarts))
                 raise self.load_problem
-        what = f"{self.display} (loading it)"
-        seconds = self._seconds(what)
-        self.child = Child(self.step.framework, self.limits, self.path, self.mode)
         try:
-            reply = self.child.request({"op": "load", "path": self.child.student_copy,
-                                        "display": self.display}, what, seconds)
+            if self.child is None:
+                self._spawn()
+            what, deadline, seconds = self.pending_load
+            self.pending_load = None
+            self.load_reply = self.child.receive(what, deadline, seconds)
         except StudentProblem as problem:
             self.load_problem = problem
+            self.pending_load = None
             self._retire()
             raise
-        self.load_reply = reply
         return self.child
 
     def _retire(self):
@@ -391,7 +438,7 @@ class StepSession:
         if not reply.get("ok"):
             err = reply.get("error")
             if not isinstance(err, dict):
-                raise BadReply("malformed error reply")
+                raise BadReply(_("malformed error reply"))
             err = {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
             if err["type"] == "MemoryError":
                 raise StudentOverMemory(what, self.limits.memory_bytes)

@@ -13,8 +13,14 @@ in one run:
             per submission (it starts a kernel per notebook, one notebook after another)
 and prints the ratios against the targets of issue 7, and each run's peak memory (the sum of the
 proportional set size (PSS) of every process it started, sampled every 0.1 s).
+
+    --record   also writes the figures to benchmarks/grading_speed.json and puts the same table
+               into README.md between its `benchmark:grading_speed` markers (README figures are
+               this program's output, never typed; tests/test_benchmark_record.py holds them equal)
 """
 import argparse
+import datetime
+import json
 import os
 import shutil
 import statistics
@@ -135,9 +141,14 @@ def timed(cmd, cwd=ROOT, env=None):
     return seconds, peak[0]
 
 
-def median_of(k, cmd, **kw):
-    runs = [timed(cmd, **kw) for _ in range(k)]
-    return statistics.median(r[0] for r in runs), max(r[1] for r in runs)
+def medians_interleaved(k, *cmds):
+    """(median seconds, peak bytes) of each command, run k times in turn (a, b, a, b, ...), so
+    that a change in the machine's load falls on both alike."""
+    runs = [[] for _ in cmds]
+    for _ in range(k):
+        for i, cmd in enumerate(cmds):
+            runs[i].append(timed(cmd))
+    return [(statistics.median(r[0] for r in rs), max(r[1] for r in rs)) for rs in runs]
 
 
 def main():
@@ -149,7 +160,9 @@ def main():
     ap.add_argument("--slow-seconds", type=float, default=SLOW_SECONDS,
                     help="seconds a slow student's notebook sleeps at import (default %(default)s; "
                          "nbgrader and the kit both wait for it, the ratios shrink as it grows)")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/grading_speed.json and the README table")
     args = ap.parse_args()
+    load_before = os.getloadavg()[0]
     globals()["SLOW_SECONDS"] = args.slow_seconds
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="attention-kit-bench-") as tmp:
@@ -161,9 +174,9 @@ def main():
         build_class(course, args.n)
         correct = course / "submitted" / "s000_correct" / ASSIGNMENT
 
-        bare = median_of(3, [py, "-c", "import torch, numpy"])
-        single = median_of(3, [py, "-m", "autograder", "grade", str(correct), "--results", str(tmp / "one.json"),
-                               "--quiet"])
+        bare, single = medians_interleaved(
+            5, [py, "-c", "import torch, numpy"],
+            [py, "-m", "autograder", "grade", str(correct), "--results", str(tmp / "one.json"), "--quiet"])
         batch = timed([py, "-m", "autograder", "grade-all", str(course), "--results-dir", str(tmp / "out"),
                        "--csv", str(tmp / "grades.csv"), "--jobs", str(args.jobs)])
 
@@ -179,22 +192,74 @@ def main():
         timed([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, *db], cwd=nbc, env=env)
         nbg = timed([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, *db], cwd=nbc, env=env)
 
-    nbg_per, batch_per = nbg[0] / args.nbgrader_n, batch[0] / args.n
+    data = {"machine": {"cores": os.cpu_count(), "load_before": load_before,
+                        "load_after": os.getloadavg()[0]},
+            "date": datetime.date.today().isoformat(), "commit": git_commit(),
+            "n": args.n, "nbgrader_n": args.nbgrader_n, "jobs": args.jobs, "slow_seconds": args.slow_seconds,
+            "seconds": {"bare": bare[0], "single": single[0], "batch": batch[0], "nbgrader": nbg[0]},
+            "peak_bytes": {"bare": bare[1], "single": single[1], "batch": batch[1], "nbgrader": nbg[1]}}
+    print(render(data))
+    if args.record:
+        record(data)
+
+
+TARGETS = (("single vs nbgrader, per submission", ">= 6x faster", 6, "higher"),
+           ("batch vs nbgrader, per submission", ">= 40x faster", 40, "higher"),
+           ("single cold grade vs bare import", "<= 1.5x", 1.5, "lower"))
+
+
+def ratios(data):
+    """The three ratios of issue 7, from the measured seconds."""
+    sec = data["seconds"]
+    nbg_per, batch_per = sec["nbgrader"] / data["nbgrader_n"], sec["batch"] / data["n"]
+    return [nbg_per / sec["single"], nbg_per / batch_per, sec["single"] / sec["bare"]]
+
+
+def render(data):
+    """The benchmark's table, from its figures (used for the terminal and for README.md)."""
+    sec, peak = data["seconds"], data["peak_bytes"]
     mib = lambda b: f"{b / 2**20:.0f} MiB"  # noqa: E731
-    print(f"machine: {os.cpu_count()} cores; {args.n} submissions ({', '.join(KINDS)} in turn), 7 notebooks each;"
-          f" slow ones sleep {args.slow_seconds:g} s per notebook")
-    print(f"{'':<34}{'seconds':>10}{'peak memory':>14}")
-    print(f"{'bare python -c import torch,numpy':<34}{bare[0]:>10.2f}{mib(bare[1]):>14}")
-    print(f"{'single: grade (cold process)':<34}{single[0]:>10.2f}{mib(single[1]):>14}")
-    print(f"{'batch: grade-all --jobs %d' % args.jobs:<34}{batch[0]:>10.2f}{mib(batch[1]):>14}"
-          f"   ({batch_per:.2f} s per submission)")
-    print(f"{'nbgrader autograde (%d subs)' % args.nbgrader_n:<34}{nbg[0]:>10.2f}{mib(nbg[1]):>14}"
-          f"   ({nbg_per:.2f} s per submission)")
-    rows = [("single vs nbgrader, per submission", nbg_per / single[0], ">= 6x faster", nbg_per / single[0] >= 6),
-            ("batch vs nbgrader, per submission", nbg_per / batch_per, ">= 40x faster", nbg_per / batch_per >= 40),
-            ("single cold grade vs bare import", single[0] / bare[0], "<= 1.5x", single[0] / bare[0] <= 1.5)]
-    for name, ratio, target, ok in rows:
-        print(f"{name:<38}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
+    m = data["machine"]
+    lines = [f"machine: {m['cores']} cores (load average {m['load_before']:.2f} before, {m['load_after']:.2f} after); "
+             f"{data['n']} submissions ({', '.join(KINDS)} in turn), 7 notebooks each; "
+             f"slow ones sleep {data['slow_seconds']:g} s per notebook",
+             f"{'':<34}{'seconds':>10}{'peak memory':>14}",
+             f"{'bare python -c import torch,numpy':<34}{sec['bare']:>10.2f}{mib(peak['bare']):>14}",
+             f"{'single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
+             f"{'batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
+             f"   ({sec['batch'] / data['n']:.2f} s per submission)",
+             f"{'nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
+             f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
+    for (name, target, bound, better), ratio in zip(TARGETS, ratios(data)):
+        ok = ratio >= bound if better == "higher" else ratio <= bound
+        lines.append(f"{name:<38}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
+    return "\n".join(lines)
+
+
+RECORD = ROOT / "benchmarks" / "grading_speed.json"
+README_BEGIN, README_END = "<!-- benchmark:grading_speed begin -->", "<!-- benchmark:grading_speed end -->"
+
+
+def readme_block(data):
+    return (f"{README_BEGIN}\n```\n$ .venv/bin/python benchmarks/grading_speed.py --record   "
+            f"# {data['date']}, commit {data['commit']}\n{render(data)}\n```\n{README_END}")
+
+
+def record(data):
+    """Write the figures and put their table into README.md (between the markers)."""
+    RECORD.write_text(json.dumps(data, indent=2) + "\n")
+    readme = (ROOT / "README.md").read_text()
+    a, b = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    (ROOT / "README.md").write_text(readme[:a] + readme_block(data) + readme[b:])
+    print(f"recorded in {RECORD.relative_to(ROOT)} and README.md")
+
+
+def git_commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ is measured once by grading it alone, so every student's expected grade follows 
 """
 import csv
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -22,7 +23,8 @@ NUMPY = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_
 TORCH = ["06_multi_head", "07_full_module"]
 ALL = NUMPY + TORCH
 LIMITS = ["--call-timeout", "10", "--memory-gib", "1"]   # 10 s: two jobs share two cores
-HOSTILE = {"fork_bomb": 10, "os_exit_in_call": 0, "memory_hog": 0, "print_flood": 10, "signal_grader": 10,
+# print_flood: 9, its 5 MB strings per call are over the memory allowance of 4.9 (tests/test_hostile.py)
+HOSTILE = {"fork_bomb": 10, "os_exit_in_call": 0, "memory_hog": 0, "print_flood": 9, "signal_grader": 10,
            "segfault": 0}
 N_STUDENTS = 104
 
@@ -211,3 +213,22 @@ def test_the_dask_path_gives_identical_results(klass, tmp_path):
         dask_r, local_r = batch_results(tmp_path / "out", name), batch_results(klass["out"], name)
         assert [{k: t[k] for k in keys} for t in dask_r["tests"]] == [{k: t[k] for k in keys} for t in local_r["tests"]]
         assert dask_r["score"] == local_r["score"]
+
+
+def test_grade_all_in_chinese_and_a_rerun_in_english_regrades(tmp_path):
+    """--lang reaches the workers (their results are in Chinese) and the parent's own messages (a
+    broken zip); the language is part of the fingerprint, so a rerun in English regrades."""
+    root = tmp_path / "class"
+    (root / "carol").mkdir(parents=True)
+    shutil.copy(ROOT / "samples" / "lesson" / "02_scores.py", root / "carol")
+    (root / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
+    out = tmp_path / "out"
+    run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", "--lang", "zh", *LIMITS)
+    chinese, broken = batch_results(out, "carol"), batch_results(out, "broken")
+    failed = [t for t in chinese["tests"] if t["status"] == "failed"]
+    assert failed and all(re.search("[\u4e00-\u9fff]", t["output"]) for t in failed)
+    assert "无法读取该 zip 文件" in broken["extra_data"]["error"]
+    run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", *LIMITS)
+    english = batch_results(out, "carol")
+    assert [(t["number"], t["score"]) for t in english["tests"]] == [(t["number"], t["score"]) for t in chinese["tests"]]
+    assert not any(re.search("[\u4e00-\u9fff]", t["output"]) for t in english["tests"])

@@ -1,0 +1,41 @@
+"""README's speed figures are the benchmark's own output (benchmarks/grading_speed.py --record),
+never typed: the table between the README's markers must be exactly what the recorded figures render."""
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("grading_speed", ROOT / "benchmarks" / "grading_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_table_is_the_recorded_benchmark_output():
+    bench = load_benchmark()
+    data = json.loads(bench.RECORD.read_text())
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count(bench.README_BEGIN) == 1 and readme.count(bench.README_END) == 1
+    a, b = readme.index(bench.README_BEGIN), readme.index(bench.README_END) + len(bench.README_END)
+    assert readme[a:b] == bench.readme_block(data), \
+        "README's benchmark table differs from benchmarks/grading_speed.json: rerun the benchmark with --record"
+
+
+def test_render_computes_the_ratios_from_the_seconds():
+    bench = load_benchmark()
+    data = {"machine": {"cores": 2, "load_before": 0.0, "load_after": 0.0}, "n": 10, "nbgrader_n": 2, "jobs": 2,
+            "slow_seconds": 0.3, "date": "d", "commit": "c",
+            "seconds": {"bare": 2.0, "single": 2.5, "batch": 5.0, "nbgrader": 40.0},
+            "peak_bytes": {"bare": 1, "single": 1, "batch": 1, "nbgrader": 1}}
+    text = bench.render(data)
+    # 20 s per nbgrader submission: single 2.5 s -> 8x (met); batch 0.5 s -> 40x (met); 2.5 / 2.0 = 1.25x (met)
+    assert re.search(r"single vs nbgrader.* 8\.0x +target >= 6x faster +met", text)
+    assert re.search(r"batch vs nbgrader.* 40\.0x +target >= 40x faster +met", text)
+    assert re.search(r"single cold grade vs bare import +1\.2x +target <= 1\.5x +met", text)
+    assert "NOT met" not in text
+    data["seconds"]["single"] = 4.0
+    assert bench.render(data).count("NOT met") == 2

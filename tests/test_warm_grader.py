@@ -1,0 +1,66 @@
+"""The fast paths of issue 7 keep grades exact: a warm grader (one pytest session for many
+submissions) grades each one as a fresh `grade` would, nothing of one submission leaks into the
+next, and every step's child starts (its file loading) before the first check runs."""
+import shutil
+
+import pytest
+
+from autograder import grading
+
+SAMPLES = grading.Path(__file__).resolve().parent.parent / "samples"
+STEP = "03_scaling"
+
+
+def outcomes(report):
+    return [(c.number, c.status, c.score, c.output, tuple(c.misconceptions))
+            for s in report.steps for c in s.checks]
+
+
+@pytest.fixture(scope="module")
+def submissions(tmp_path_factory):
+    """Two step-3 files: one whose float32 result is promoted (a note on 3.3), one that keeps float32."""
+    root = tmp_path_factory.mktemp("warm")
+    promoted = root / "promoted"
+    promoted.mkdir()
+    shutil.copy(SAMPLES / "lesson" / f"{STEP}.py", promoted)
+    kept = root / "kept"
+    kept.mkdir()
+    (kept / f"{STEP}.py").write_text("import math\n\ndef scale_scores(scores, d_k):\n"
+                                     "    return scores / math.sqrt(d_k)\n")
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / f"{STEP}.py").write_text("def scale_scores(scores, d_k):\n    return scores * d_k ** 0.5\n")
+    return {"promoted": promoted, "kept": kept, "broken": broken}
+
+
+def test_a_warm_grader_grades_each_submission_as_a_fresh_grade_does(submissions):
+    fresh = {name: outcomes(grading.grade(path, steps=[STEP])) for name, path in submissions.items()}
+    started = grading.SESSIONS_RUN
+    warm = grading.Grader()
+    try:
+        again = [(name, outcomes(warm.grade(path, steps=[STEP])))
+                 for name in ("promoted", "kept", "broken", "kept", "promoted") for path in [submissions[name]]]
+    finally:
+        warm.close()
+    assert grading.SESSIONS_RUN == started + 1          # one pytest session for all five
+    for name, got in again:
+        assert got == fresh[name], name
+    # the note of the promoted submission did not stay on the check for the next one
+    notes = {name: dict((n, out) for n, _, _, out, _ in got)["3.3"] for name, got in again}
+    assert "NumPy 2" in notes["promoted"] and notes["kept"] == "Passed."
+    assert any("scale-multiplied" in m for *_, m in fresh["broken"])
+
+
+def test_every_step_child_starts_loading_before_the_first_check():
+    job = grading.Job(SAMPLES / "unusual_style").start()
+    try:
+        job.wait_started()
+        assert set(job.sessions) == {s.stem for s in grading.contract.STEPS}
+        for stem, session in job.sessions.items():
+            assert session.child is not None and session.child.alive, stem
+            assert session.pending_load is not None, stem     # the load request is on its way
+    finally:
+        job.finish()
+    assert job.result().score == 0          # no check ran: every step's checks are absent
+    for session in job.sessions.values():
+        assert session.child is None        # closed: killed and cleaned up
