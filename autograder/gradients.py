@@ -4,8 +4,9 @@ The student's code runs forward and backward in its child process (runner.py, op
 float64, on the grader's inputs, with seeded cotangents for both outputs (out and the attention
 weights), so every path to the inputs and parameters is covered. What comes back is plain data:
 the forward values, one gradient per input and parameter (None where the graph never reached
-it), which inputs or parameters the code changed in place, and the verdict of
-torch.autograd.gradcheck on a small case. Here, in the parent, that is compared with the
+it), which inputs or parameters the code changed in place, and the verdict of a
+finite-difference gradient check (the test torch.autograd.gradcheck's fast mode makes) on a
+small case. Here, in the parent, that is compared with the
 reference's gradients (torch autograd on solutions/, float64, same inputs and cotangents).
 
 A missing or zero gradient where the reference's is not, or an output that does not require
@@ -143,8 +144,10 @@ def reference_gradients(forward, inputs, cotangents):
     import torch
     leaves = {n: torch.tensor(np.asarray(a, dtype=np.float64), requires_grad=True) for n, a in inputs.items()}
     outs = forward(*leaves.values())
-    grads = torch.autograd.grad(outs, list(leaves.values()), [torch.from_numpy(np.asarray(c, np.float64))
-                                                              for c in cotangents], allow_unused=True)
+    # one scalar, sum_i <output_i, cotangent_i>: the same gradients as passing the cotangents as
+    # grad_outputs, without torch's first-use import of sympy (0.3 s) that grad_outputs triggers
+    objective = sum((o * torch.from_numpy(np.asarray(c, np.float64))).sum() for o, c in zip(outs, cotangents))
+    grads = torch.autograd.grad(objective, list(leaves.values()), allow_unused=True)
     return ([o.detach().numpy() for o in outs],
             {n: np.zeros(inputs[n].shape) if g is None else g.numpy() for n, g in zip(leaves, grads)})
 
@@ -188,7 +191,8 @@ def _gradcheck_text(result, small, output_names):
         return None
     if result.get("error"):
         err = result["error"]
-        return _("torch.autograd.gradcheck could not run your code on a small float64 case ({small}): it "
+        return _("A finite-difference gradient check (gradcheck's fast mode) could not run your code on a small "
+                 "float64 case ({small}): it "
                  "raised {type}: {message}", small=small, type=err["type"], message=err["message"][:500])
     m = re.search(r"output (\d+) with respect to input (\d+)", result.get("message", ""))
     inputs = result.get("inputs") or []
@@ -197,7 +201,8 @@ def _gradcheck_text(result, small, output_names):
                    output=output_names[int(m.group(1))], input=inputs[int(m.group(2))])
     else:
         detail = result.get("message", "")
-    return _("torch.autograd.gradcheck on a small float64 case ({small}): your backward pass does not agree "
+    return _("A finite-difference gradient check (gradcheck's fast mode) on a small float64 case ({small}): "
+             "your backward pass does not agree "
              "with finite differences of your own forward ({detail}). A custom autograd.Function whose "
              "backward is wrong, or a cut graph, does that.", small=small, detail=detail)
 
@@ -306,7 +311,8 @@ def expect_gradients(got, outputs, expected, what, small):
                              "checks say where): fix those first. The gradients are compared with the "
                              "reference's, so they differ too.", what=what))
         if plain and got.gradcheck is not None and got.gradcheck.get("ok"):
-            problems.append(_("torch.autograd.gradcheck finds your backward pass consistent with your own "
+            problems.append(_("A finite-difference gradient check (gradcheck's fast mode) finds your backward pass "
+                              "consistent with your own "
                               "forward: fixing the forward values should fix the gradients too."))
     elif wrong and plain:
         problems.append(_("Your forward values are right, so the backward pass is what differs: part of the "

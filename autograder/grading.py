@@ -123,6 +123,7 @@ class Job:
         self.skipped = {}        # stem -> [(number, name, reason)]
         self.internal_errors = 0
         self.mode, self.error, self.report = None, None, None
+        self.ready = {s.stem: threading.Event() for s in self.wanted}   # that step's session exists
         self.done = threading.Event()
         self._starter = threading.Thread(target=self._start_children, daemon=True)
 
@@ -144,11 +145,19 @@ class Job:
                 session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode)
                 self.sessions[s.stem] = session
                 session.start()
+                self.ready[s.stem].set()
         except BaseException as exc:  # re-raised by result()
             self.error = exc
+        finally:
+            for event in self.ready.values():
+                event.set()
 
-    def wait_started(self):
-        self._starter.join()
+    def wait_started(self, stem=None):
+        """Wait until the session of step `stem` (default: every step) has been started."""
+        if stem is None:
+            self._starter.join()
+        else:
+            self.ready[stem].wait()
         if self.error is not None:
             raise self.error
 
@@ -207,10 +216,12 @@ class GradingPlugin:
         for job in self.jobs:
             self.job = job
             try:
-                job.wait_started()
                 self.config.stash[SESSIONS] = job.sessions
                 items = [i for i in session.items if i.module.STEP in job.stems]
                 for i, item in enumerate(items):
+                    # the starter starts the steps in order: step 1 can be graded while the
+                    # zygote still prepares the torch steps' children
+                    job.wait_started(item.module.STEP)
                     if NOTES in item.stash:       # left from the previous submission
                         del item.stash[NOTES]
                     nextitem = items[i + 1] if i + 1 < len(items) else None
@@ -363,8 +374,9 @@ def pytest_args(wanted):
     return [str(SUITES_DIR / f"test_{s.stem}.py") for s in wanted] + [
         "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
         "--import-mode=importlib", "-q", "-s", "--no-header", "-p", "no:randomly",
-        # the plugin reads each outcome itself: pytest's own source-quoting failure report only costs time
-        "--tb=native",
+        # the plugin reads each outcome itself: pytest's own failure report (a traceback formatted
+        # for every failed check) only costs time
+        "--tb=no",
         # the suites fail by raising CheckFailed, never by a bare assert: no rewriting needed
         "--assert=plain",
         # its gc.collect() x5 at every session's end is a fifth of a warm grade; student code never runs here
@@ -389,7 +401,8 @@ def _no_plugin_autoload():
 
 
 UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", "pastebin", "stepwise",
-                  "setuponly", "setupplan", "legacypath", "python_path", "threadexception", "debugging")
+                  "setuponly", "setupplan", "legacypath", "python_path", "threadexception", "debugging",
+                  "unittest", "tmpdir", "monkeypatch", "recwarn")
 
 
 def isolation_info(limits, mode):
@@ -406,6 +419,7 @@ def isolation_info(limits, mode):
                  "output_bytes": limits.output_bytes,
                  "data_crossing": "JSON; arrays as dtype + shape + bytes; nothing unpickled"})
     from . import zygote
-    info["start"] = ("forked from a zygote that imported numpy and torch once, then isolated as above"
+    info["start"] = ("forked from a zygote that imported numpy (and, for the torch steps, torch) once, "
+                     "then isolated as above"
                      if zygote.current() is not None else "a fresh python -I runner.py per child")
     return info

@@ -1,4 +1,5 @@
 """Seeded inputs for the hidden suites: the same check always sees the same numbers."""
+import functools
 import zlib
 
 import numpy as np
@@ -10,8 +11,15 @@ def rng(*key):
 
 
 def randn(key, shape, scale=1.0):
-    """Standard normal float64 values times `scale`, seeded by `key`."""
-    return rng(key, tuple(shape)).standard_normal(shape) * scale
+    """Standard normal float64 values times `scale`, seeded by `key` (a fresh, writable copy)."""
+    return _randn(repr((key, tuple(shape))), tuple(shape), scale).copy()
+
+
+@functools.lru_cache(maxsize=4096)
+def _randn(seed_text, shape, scale):
+    # a warm grader draws the same inputs for every submission: drawn once, copied after.
+    # seed_text is repr((key, shape)), exactly what rng(key, shape) hashes
+    return np.random.default_rng(zlib.crc32(seed_text.encode())).standard_normal(shape) * scale
 
 
 def rounded(arr, dtype):

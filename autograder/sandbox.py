@@ -5,6 +5,7 @@ with resource limits. The parent writes requests and reads replies through two d
 the child's stdout/stderr are drained separately and kept only up to a bounded excerpt, so a
 submission that prints without end can neither block nor flood the grader.
 """
+import fcntl
 import os
 import select
 import shutil
@@ -195,6 +196,15 @@ class OutputTrap(threading.Thread):
         return out + (_("\n... ({n} more bytes of output not shown)", n=self.dropped) if self.dropped else "")
 
 
+def _widen_pipe(fd, size=1 << 20):
+    """A 1 MiB pipe instead of 64 KiB: a request of a few MB (the complexity checks' inputs) then
+    crosses in a few writes, not a hundred switches between grader and child."""
+    try:
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), size)
+    except OSError:
+        pass                     # above the system's pipe-max-size: the default works, slower
+
+
 class Child:
     """One child process running child/runner.py on a copy of one student file."""
 
@@ -214,6 +224,8 @@ class Child:
         isolation.prepare_scratch(self.plan)
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
+        for fd in (self.req_w, rep_w):
+            _widen_pipe(fd)
         out_r, out_w = os.pipe()
         if zygote.current() is not None:
             # warm start: forked from the zygote, which applies the same plan (see zygote.py)
@@ -244,7 +256,7 @@ class Child:
             if ready:
                 os.set_blocking(self.req_w, False)
                 try:
-                    n = os.write(self.req_w, view[:65536])
+                    n = os.write(self.req_w, view[:1 << 20])
                 except BlockingIOError:
                     n = 0
                 finally:

@@ -1,11 +1,12 @@
-"""Warm start for child processes: a zygote that has imported numpy and torch once, and forks.
+"""Warm start for child processes: zygotes that have imported numpy (and torch) once, and fork.
 
 Starting `python -I runner.py` costs an interpreter start plus `import numpy` (and `import torch`,
-about 1.3 s, for steps 6-7) for every step of every submission. The zygote pays that once: it is
-a separate, freshly exec'd Python (`python -I -u zygote.py`) that imports numpy, torch and the
-child runner, and never imports the grader, the hidden suites or the references, so nothing
-secret is in the memory its children inherit. For each child the grader sends it the isolation
-plan, the environment and the child's three pipe ends; the zygote forks, and the forked process
+about 1.3 s, for steps 6-7) for every step of every submission. A zygote pays that once: it is
+a separate, freshly exec'd Python (`python -I -u zygote.py FD FRAMEWORK`) that imports numpy (the
+torch steps' zygote also torch, and runs torch's lazily built machinery once) and the child
+runner, and never imports the grader, the hidden suites or the references, so nothing secret
+is in the memory its children inherit. For each child the grader sends it the isolation plan,
+the environment and the child's three pipe ends; the zygote forks, and the forked process
 does exactly what `subprocess.Popen(..., start_new_session=True, preexec_fn=isolation.apply)`
 followed by `exec python -I runner.py` would: new session, the pipes as stdio, the scratch folder
 as cwd, the small environment, `isolation.apply(plan)` (limits, namespaces, mounts, uid), the
@@ -16,6 +17,7 @@ grader sees a Popen-like object (`pid`, `poll`, `wait`, `returncode`) and kills 
 same way (`isolation.kill_everything`). The zygote runs in its own session and exits when the
 grader's end of the control socket closes.
 """
+import gc
 import json
 import os
 import select
@@ -61,9 +63,9 @@ class ZygoteChild:
 
 
 class Zygote:
-    """The grader's handle on one zygote process."""
+    """The grader's handle on one zygote process, for the steps of one framework."""
 
-    def __init__(self):
+    def __init__(self, framework):
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                # read when numpy/torch load, which happens here once: as in every child's env
@@ -71,7 +73,7 @@ class Zygote:
         for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
             if key in os.environ:
                 env[key] = os.environ[key]
-        self.proc = subprocess.Popen([sys.executable, "-I", "-u", str(HERE), str(theirs.fileno())],
+        self.proc = subprocess.Popen([sys.executable, "-I", "-u", str(HERE), str(theirs.fileno()), framework],
                                      pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
                                      cwd="/", start_new_session=True)
         theirs.close()
@@ -111,15 +113,19 @@ class Zygote:
             self.proc.wait()
 
 
-_current = None
+# Two zygotes: the numpy steps' children fork from one that never imported torch. Forking, and
+# later tearing down, a process with torch mapped costs several times more than one without
+# (page tables, copy-on-write faults), and the numpy one is ready in a tenth of the time.
+FRAMEWORKS = ("numpy", "torch")
+_current = {}
 
 
 def start():
-    """Start this process's zygote (no-op when one runs). Call it early: it imports torch in the
-    background while the grader loads pytest and the suites."""
-    global _current
-    if _current is None or not _current.alive:
-        _current = Zygote()
+    """Start this process's zygotes (no-op for one that runs). Call it early: they import numpy
+    and torch in the background while the grader loads pytest and the suites."""
+    for framework in FRAMEWORKS:
+        if framework not in _current or not _current[framework].alive:
+            _current[framework] = Zygote(framework)
     return _current
 
 
@@ -139,26 +145,24 @@ def _gpu_present():
 
 
 def current():
-    """The running zygote, or None when warm starts are off in this process."""
-    return _current
+    """The running zygotes ({framework: Zygote}), or None when warm starts are off in this process."""
+    return _current or None
 
 
 def stop():
-    global _current
-    if _current is not None:
-        _current.close()
-        _current = None
+    while _current:
+        _current.popitem()[1].close()
 
 
 def spawn(framework, plan, env, cwd, req_r, rep_w, out_w):
-    """Fork a child from this process's zygote, starting a fresh zygote once if it died
-    (a submission running without namespaces could kill it)."""
+    """Fork a child from this process's zygote for `framework`, starting a fresh one once if it
+    died (a submission running without namespaces could kill it)."""
     try:
-        return _current.spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
     except OSError:
-        stop()
+        _current.pop(framework).close()
         start()
-        return _current.spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
 
 
 # ------------------------------------------------------------------ zygote side
@@ -217,7 +221,7 @@ def _become_child(req, fds):
 
 
 def warm_up_torch():
-    """Run once, here, what the children's calls run: autograd, gradcheck and torch's Python
+    """Run once, in the torch steps' zygote, what the children's calls run: autograd and torch's Python
     modes (which the grad and measure ops use) build a lot of state lazily, about a second's
     worth in a fresh process. Every child forked afterwards inherits it built. Fixed inputs, no
     random numbers drawn: the children inherit the random state untouched."""
@@ -230,6 +234,10 @@ def warm_up_torch():
             return func(*args, **(kwargs or {}))
 
     class Dispatching(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):
+            return False        # as child/meters.py's mode: else the first use imports torch._dynamo
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             return func(*args, **(kwargs or {}))
 
@@ -244,17 +252,21 @@ def warm_up_torch():
             attend(x, w).sum().backward()
         lin = torch.nn.Linear(4, 4).to(dtype)
         torch.func.functional_call(lin, dict(lin.named_parameters()), (x,)).sum().backward()
-    with torch.random.fork_rng():
-        torch.autograd.gradcheck(attend, (x, w), fast_mode=True)
+    torch.autograd.grad(attend(x, w).sum(), [x, w])      # as the grad op's gradient check does
 
 
-def serve(control_fd):
+def serve(control_fd, framework):
     """The zygote's loop: import once, then fork a child per request."""
     import numpy  # noqa: F401  (the point of the zygote)
-    import torch  # noqa: F401
+    if framework == "torch":
+        import torch  # noqa: F401
     from autograder import isolation  # noqa: F401
     from autograder.child import runner  # noqa: F401
-    warm_up_torch()
+    if framework == "torch":
+        warm_up_torch()
+    # everything imported so far stays alive in every child: out of the cycle collector's sight,
+    # a child's collections neither walk it nor write to its pages (which would copy them all)
+    gc.freeze()
     isolation._libc.prctl(isolation.PR_SET_DUMPABLE, 0, 0, 0, 0)
     sock = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe()
@@ -322,4 +334,4 @@ def serve(control_fd):
 if __name__ == "__main__":
     # -I keeps the kit off sys.path: reach it from this file's place (nothing else is imported from there)
     sys.path.insert(0, str(HERE.parent.parent))
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2])

@@ -119,36 +119,47 @@ def tree_rss(pid):
     return total
 
 
-def timed(cmd, cwd=ROOT, env=None):
-    """(seconds, peak resident bytes of the whole process tree) of one command."""
+def timed(cmd, cwd=ROOT, env=None, sample=False):
+    """(seconds, peak PSS bytes of the whole process tree or 0) of one command.
+
+    Sampling reads every process's smaps_rollup ten times a second, which costs CPU the
+    command would otherwise have: timed runs do not sample; memory comes from a run of its own.
+    """
     peak = [0]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     done = threading.Event()
 
-    def sample():
+    def sample_tree():
         while not done.is_set():
             peak[0] = max(peak[0], tree_rss(proc.pid))
             done.wait(0.1)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
+    sampler = threading.Thread(target=sample_tree, daemon=True)
+    if sample:
+        sampler.start()
     out, _ = proc.communicate()
     seconds = time.monotonic() - start
     done.set()
-    sampler.join()
+    if sample:
+        sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, cmd))} failed:\n{out}")
     return seconds, peak[0]
 
 
+def peak_of(cmd, **kw):
+    """Peak memory (PSS of the process tree) of one more, sampled, run of `cmd`."""
+    return timed(cmd, sample=True, **kw)[1]
+
+
 def medians_interleaved(k, *cmds):
     """(median seconds, peak bytes) of each command, run k times in turn (a, b, a, b, ...), so
-    that a change in the machine's load falls on both alike."""
+    that a change in the machine's load falls on both alike; then one sampled run each for memory."""
     runs = [[] for _ in cmds]
     for _ in range(k):
         for i, cmd in enumerate(cmds):
-            runs[i].append(timed(cmd))
-    return [(statistics.median(r[0] for r in rs), max(r[1] for r in rs)) for rs in runs]
+            runs[i].append(timed(cmd)[0])
+    return [(statistics.median(rs), peak_of(cmd)) for rs, cmd in zip(runs, cmds)]
 
 
 def main():
@@ -177,20 +188,25 @@ def main():
         bare, single = medians_interleaved(
             5, [py, "-c", "import torch, numpy"],
             [py, "-m", "autograder", "grade", str(correct), "--results", str(tmp / "one.json"), "--quiet"])
-        batch = timed([py, "-m", "autograder", "grade-all", str(course), "--results-dir", str(tmp / "out"),
-                       "--csv", str(tmp / "grades.csv"), "--jobs", str(args.jobs)])
+        batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--csv", str(tmp / "grades.csv"),
+                     "--jobs", str(args.jobs), "--results-dir"]
+        batch = (timed(batch_cmd + [str(tmp / "out")])[0], peak_of(batch_cmd + [str(tmp / "out-sampled")]))
 
-        # nbgrader on the first --nbgrader-n students, in a course of their own
-        nbc = tmp / "nbcourse"
-        nbc.mkdir()
-        shutil.copy(ROOT / "nbgrader_config.py", nbc)
-        shutil.copytree(ROOT / "source", nbc / "source")
-        for sub in sorted((course / "submitted").iterdir())[:args.nbgrader_n]:
-            shutil.copytree(sub, nbc / "submitted" / sub.name)
+        # nbgrader on the first --nbgrader-n students, in a course of their own (timed), and on
+        # the first student alone in another (sampled for memory: it grades one after another)
         env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-        db = [f"--CourseDirectory.db_url=sqlite:///{tmp / 'gradebook.db'}", "--log-level=ERROR"]
-        timed([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, *db], cwd=nbc, env=env)
-        nbg = timed([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, *db], cwd=nbc, env=env)
+        runs = []
+        for name, n, sample in (("nbcourse", args.nbgrader_n, False), ("nbcourse-sampled", 1, True)):
+            nbc = tmp / name
+            nbc.mkdir()
+            shutil.copy(ROOT / "nbgrader_config.py", nbc)
+            shutil.copytree(ROOT / "source", nbc / "source")
+            for sub in sorted((course / "submitted").iterdir())[:n]:
+                shutil.copytree(sub, nbc / "submitted" / sub.name)
+            db = [f"--CourseDirectory.db_url=sqlite:///{nbc / 'gradebook.db'}", "--log-level=ERROR"]
+            timed([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, *db], cwd=nbc, env=env)
+            runs.append(timed([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, *db], cwd=nbc, env=env, sample=sample))
+        nbg = (runs[0][0], runs[1][1])
 
     data = {"machine": {"cores": os.cpu_count(), "load_before": load_before,
                         "load_after": os.getloadavg()[0]},

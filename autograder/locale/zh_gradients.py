@@ -44,17 +44,17 @@ MESSAGES = {
     "malformed gradcheck reply": "gradcheck 的回复格式不正确",
     "malformed gradients": "梯度的格式不正确",
     "malformed list of names": "名称列表的格式不正确",
-    "torch.autograd.gradcheck could not run your code on a small float64 case ({small}): it raised {type}: "
+    "A finite-difference gradient check (gradcheck's fast mode) could not run your code on a small float64 case ({small}): it raised {type}: "
     "{message}":
-        "torch.autograd.gradcheck 无法在一个小的 float64 用例（{small}）上运行你的代码：它抛出了 {type}：{message}",
-    "torch.autograd.gradcheck on a small float64 case ({small}): your backward pass does not agree with finite "
+        "有限差分梯度检查（gradcheck 的快速模式）无法在一个小的 float64 用例（{small}）上运行你的代码：它抛出了 {type}：{message}",
+    "A finite-difference gradient check (gradcheck's fast mode) on a small float64 case ({small}): your backward pass does not agree with finite "
     "differences of your own forward ({detail}). A custom autograd.Function whose backward is wrong, or a cut "
     "graph, does that.":
-        "在一个小的 float64 用例（{small}）上运行 torch.autograd.gradcheck：你的反向传播与你自己前向计算的有限差分"
+        "在一个小的 float64 用例（{small}）上运行有限差分梯度检查（gradcheck 的快速模式）：你的反向传播与你自己前向计算的有限差分"
         "不一致（{detail}）。backward 写错的自定义 autograd.Function，或者被切断的计算图，都会这样。",
-    "torch.autograd.gradcheck finds your backward pass consistent with your own forward: fixing the forward "
+    "A finite-difference gradient check (gradcheck's fast mode) finds your backward pass consistent with your own forward: fixing the forward "
     "values should fix the gradients too.":
-        "torch.autograd.gradcheck 认为你的反向传播与你自己的前向计算一致：把前向结果改对，梯度应该也会随之正确。",
+        "有限差分梯度检查（gradcheck 的快速模式）认为你的反向传播与你自己的前向计算一致：把前向结果改对，梯度应该也会随之正确。",
     "Your forward values are right, so the backward pass is what differs: part of the graph may be cut ({hint}), "
     "or a custom autograd.Function's backward may be wrong.":
         "你的前向结果是对的，所以不同之处在反向传播：可能有一部分计算图被切断了（{hint}），"
