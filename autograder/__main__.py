@@ -1,6 +1,13 @@
 import os
 import sys
 
+# One thread for the grader's own OpenBLAS, OpenMP and MKL, read as numpy and torch load (here,
+# in batch workers and in zygotes, which inherit it): the grader's arithmetic is small, and idle
+# math threads spin waiting for work, on cores the students' children need (see
+# grading.one_math_thread). The children get the same from their own environment.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
 GRADE = sys.argv[1:2] == ["grade"]
 if GRADE:
     # start the zygote first: its `import torch` then runs beside ours (see zygote.py)

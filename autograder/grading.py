@@ -198,6 +198,18 @@ class Job:
 
 
 # ------------------------------------------------------------------ pytest plugin
+def one_math_thread():
+    """The grader's own arithmetic (the references, on small seeded inputs) in one thread.
+
+    With more, torch's OpenMP workers spin between its tiny operations, waiting for work: that
+    cost the grader about as much CPU as all its checks, CPU its students' children needed.
+    (OpenBLAS, read when numpy loads, gets one thread from the `autograder` command itself.)
+    """
+    torch = sys.modules.get("torch")     # the suites imported it, unless only numpy steps run
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
 class GradingPlugin:
     """Runs the collected checks once per job (one pytest session can grade many submissions),
     hands each job's step sessions to the suites, and records each check's outcome."""
@@ -211,6 +223,7 @@ class GradingPlugin:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):
+        one_math_thread()
         if session.testsfailed:
             raise session.Interrupted(f"{session.testsfailed} error(s) while collecting the hidden suites")
         for job in self.jobs:

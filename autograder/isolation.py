@@ -19,6 +19,7 @@ This module only prepares and applies; sandbox.Child starts the process.
 import ctypes
 import os
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -237,6 +238,19 @@ def protect_grader():
 
 
 def _children(pid):
+    """Pids of `pid`'s children: from the kernel's own list of each of its threads' children
+    (/proc/PID/task/TID/children), else by reading every process's parent in /proc."""
+    try:
+        kids = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+        return kids
+    except FileNotFoundError:      # gone already, or a kernel without that file
+        if not os.path.exists(f"/proc/{pid}/task"):
+            return []
+    except (OSError, ValueError):
+        pass
     kids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -251,6 +265,25 @@ def _children(pid):
     return kids
 
 
+def _pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_gone(pidfds, seconds):
+    """Wait until every process behind `pidfds` has exited (a pidfd turns readable then)."""
+    deadline = time.monotonic() + seconds
+    pending = list(pidfds)
+    while pending and time.monotonic() < deadline:
+        ready, _, _ = select.select(pending, [], [], deadline - time.monotonic())
+        pending = [fd for fd in pending if fd not in ready]
+    for fd in pidfds:
+        os.close(fd)
+    return not pending
+
+
 def kill_everything(plan, pid):
     """Kill the child and every process it started: daemons, double forks and setsid included.
 
@@ -258,14 +291,22 @@ def kill_everything(plan, pid):
     kill every process in the namespace. In "uid" mode, anything left under the child's uid is
     killed as well (a process that signals with that uid reaches exactly them).
     """
-    for kid in _children(pid):
+    kids = _children(pid)
+    # the inner init of the PID namespace: it finishes exiting only after the kernel has killed and
+    # reaped every other process in its namespace, so once it is gone they all are
+    inits = [fd for fd in map(_pidfd, kids) if fd is not None] if plan.pid_namespace else []
+    for kid in kids:
         _kill(kid)
     _kill(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if inits:
+        _wait_gone(inits, 5)
     if plan.mode == "uid":
+        # whatever the namespace did, nothing may be left under the child's uid: one look at
+        # /proc confirms it (and, without a namespace, finds what to kill)
         deadline = time.monotonic() + 5
         pause = 0.001
         while leftover_processes(plan) and time.monotonic() < deadline:
