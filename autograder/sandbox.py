@@ -10,7 +10,6 @@ import os
 import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -286,20 +285,17 @@ class Child:
 
     def send(self, message, what, deadline, seconds):
         """Write one request without waiting for the reply (see StepSession.start)."""
-        import json
-        body = json.dumps(message).encode()
-        self._guarded(what, seconds, lambda: self._write_all(struct.pack(">I", len(body)) + body, deadline))
+        data = wire.pack(message)
+        self._guarded(what, seconds, lambda: self._write_all(data, deadline))
 
     def receive(self, what, deadline, seconds):
         """Read the reply to the request sent last."""
-        import json
-
         def read():
-            (size,) = struct.unpack(">I", self._read_exactly(4, deadline))
-            if size > wire.MAX_MESSAGE_BYTES:
+            body, attached = wire.HEADER.unpack(self._read_exactly(wire.HEADER.size, deadline))
+            if body + attached > wire.MAX_MESSAGE_BYTES:
                 self.kill()
-                raise BadReply(_("a reply of {size} bytes is over the limit", size=size))
-            return json.loads(self._read_exactly(size, deadline))
+                raise BadReply(_("a reply of {size} bytes is over the limit", size=body + attached))
+            return wire.unpack(self._read_exactly(body, deadline), self._read_exactly(attached, deadline))
         reply = self._guarded(what, seconds, read)
         if not isinstance(reply, dict):
             raise BadReply(_("the reply is not an object"))

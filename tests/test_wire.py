@@ -1,5 +1,5 @@
 """The wire format: arrays cross as dtype + shape + bytes, and malformed records are refused."""
-import base64
+import json
 
 import numpy as np
 import pytest
@@ -41,8 +41,10 @@ def test_odd_values_are_described_not_decoded():
     lambda r: r.update(dtype="object"),
     lambda r: r.update(shape=[1000]),
     lambda r: r.update(shape=[-1]),
-    lambda r: r.update(data="not base64!"),
-    lambda r: r.update(data=base64.b64encode(b"\0" * 7).decode()),
+    lambda r: r.update(data="AAAA"),               # text where the bytes belong
+    lambda r: r.update(data=None),                 # what an out-of-bounds attachment becomes
+    lambda r: r.update(data=b"\0" * 7),            # not a whole number of float64s
+    lambda r: r.update(data=b"\0" * 40),           # more bytes than the shape holds
 ])
 def test_malformed_arrays_are_refused(tamper):
     rec = wire.encode(np.zeros((2, 2)))
@@ -55,3 +57,28 @@ def test_unknown_record_kinds_are_refused():
     for rec in ({"t": "pickle", "data": "..."}, {"t": "scalar", "value": [1]}, "text", None):
         with pytest.raises(BadReply):
             decode(rec)
+
+
+def test_a_message_round_trips_with_its_arrays_as_raw_attachments():
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(4, dtype=np.int32)
+    message = {"op": "call", "args": [wire.encode(a), wire.encode([b, 2.5])]}
+    data = wire.pack(message)
+    body_size, attached_size = wire.sizes(data[:wire.HEADER.size])
+    assert attached_size == a.nbytes + b.nbytes              # raw bytes, not base64
+    back = wire.unpack(data[wire.HEADER.size:wire.HEADER.size + body_size], data[wire.HEADER.size + body_size:])
+    assert np.array_equal(decode(back["args"][0]).array, a)
+    assert np.array_equal(decode(back["args"][1]).items[0].array, b)
+
+
+@pytest.mark.parametrize("ref", [[0, 999], [-8, 8], [0], "0:8", [0.0, 8], None])
+def test_attachment_references_out_of_bounds_or_malformed_are_refused(ref):
+    body = json.dumps({"t": "array", "kind": "ndarray", "type": "numpy.ndarray", "dtype": "float64",
+                       "shape": [1], "data": ref}).encode()
+    rec = wire.unpack(body, b"\0" * 16)
+    with pytest.raises(BadReply):
+        decode(rec)
+
+
+def test_a_header_over_the_limit_is_refused_before_reading_the_body():
+    with pytest.raises(ValueError, match="over the limit"):
+        wire.sizes(wire.HEADER.pack(10, wire.MAX_MESSAGE_BYTES))
