@@ -217,15 +217,33 @@ class GradingPlugin:
     def __init__(self, jobs):
         self.jobs = jobs         # an iterable of started Jobs (it may block waiting for the next)
         self.job = None          # the one being graded
+        self.collect_errors = []  # the suites' own errors (pytest's terminal report is off)
 
     def pytest_configure(self, config):
         self.config = config
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        # its dots and summaries went to a log nobody reads, at a cost at every check
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            session.config.pluginmanager.unregister(reporter)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(f"{report.nodeid}: {report.longreprtext}")
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            # _record reads the exception itself: pytest's own failure report (a traceback
+            # filtered and formatted for every failed check, --tb=no or not) only costs time
+            item.repr_failure = _plain_failure
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session):
-        one_math_thread()
         if session.testsfailed:
             raise session.Interrupted(f"{session.testsfailed} error(s) while collecting the hidden suites")
+        one_math_thread()
         for job in self.jobs:
             self.job = job
             try:
@@ -294,6 +312,10 @@ class GradingPlugin:
             stem, spec["number"], name, spec["kind"], points, score, status, output, misc, extra))
 
 
+def _plain_failure(excinfo):
+    return f"{excinfo.typename}: {excinfo.value}"
+
+
 def _first_line(doc):
     return doc.strip().splitlines()[0].strip() if doc and doc.strip() else None
 
@@ -323,12 +345,13 @@ def run_session(jobs, wanted=contract.STEPS):
         with contextlib.redirect_stdout(log), _no_plugin_autoload():
             code = pytest.main(pytest_args(wanted), plugins=[plugin])
     finally:
+        why = "\n".join(plugin.collect_errors + [log.getvalue()]).strip()
         for job in [plugin.job] + (jobs if isinstance(jobs, list) else []):
             if job is not None and not job.done.is_set():
-                job.finish(RuntimeError(f"the hidden suites did not run:\n{log.getvalue()}"))
+                job.finish(RuntimeError(f"the hidden suites did not run:\n{why}"))
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         # collection errors or the like: the grader itself is broken
-        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{log.getvalue()}")
+        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{why}")
 
 
 class Grader:

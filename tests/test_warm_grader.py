@@ -2,6 +2,7 @@
 submissions) grades each one as a fresh `grade` would, nothing of one submission leaks into the
 next, and every step's child starts (its file loading) before the first check runs."""
 import shutil
+import sys
 
 import pytest
 
@@ -64,3 +65,15 @@ def test_every_step_child_starts_loading_before_the_first_check():
     assert job.result().score == 0          # no check ran: every step's checks are absent
     for session in job.sessions.values():
         assert session.child is None        # closed: killed and cleaned up
+
+
+def test_a_broken_hidden_suite_stops_the_grader_with_its_error(submissions, tmp_path, monkeypatch):
+    """The grader's own fault, told in full: pytest's terminal report is off, the error is not lost."""
+    suites = tmp_path / "suites"
+    shutil.copytree(grading.SUITES_DIR, suites, ignore=shutil.ignore_patterns("__pycache__"))
+    (suites / f"test_{STEP}.py").write_text("import no_such_module_for_the_suite\n")
+    monkeypatch.setattr(grading, "SUITES_DIR", suites)
+    # pytest's importlib mode would reuse the real suite, imported under the same name earlier
+    monkeypatch.delitem(sys.modules, f"test_{STEP}", raising=False)
+    with pytest.raises(RuntimeError, match="no_such_module_for_the_suite"):
+        grading.grade(submissions["kept"], steps=[STEP])
