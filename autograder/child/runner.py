@@ -186,24 +186,28 @@ def _direct(fn, *args, **kwargs):
     return fn(*args, **kwargs)
 
 
-def call(req, run=_direct):
+def call(req, run=_direct, reply_value=True):
+    """reply_value=False (measuring): neither the value nor changes to the inputs are sent back."""
     fn = _lookup(req["name"])
     args = [_to_value(r) for r in req.get("args", [])]
     kwargs = {k: _to_value(r) for k, r in req.get("kwargs", {}).items()}
+    if not reply_value:
+        run(fn, *args, **kwargs)
+        return {"ok": True}
     before = [_fingerprint(a) for a in args]
     value = run(fn, *args, **kwargs)
     mutated = [i for i, a in enumerate(args) if before[i] is not None and _fingerprint(a) != before[i]]
     return {"ok": True, "value": wire.encode(value), "mutated": mutated}
 
 
-def module(req, run=_direct):
+def module(req, run=_direct, reply_value=True):
     """Build the student's nn.Module, load the grader's parameters by name, run forward."""
     mod, shapes = _build_module(req)
     if mod is None:
         return {"ok": True, "value": None, "params": shapes}
     x = _to_value(req["input"])
     value = run(mod, x)
-    return {"ok": True, "value": wire.encode(value), "params": shapes}
+    return {"ok": True, "value": wire.encode(value) if reply_value else None, "params": shapes}
 
 
 def _build_module(req):
@@ -385,10 +389,11 @@ def grad(req):
 def measure(req):
     """Run a "call" or "module" request with the meters on (meters.py); reply with their counts.
 
-    The request runs twice: first with the meters on and nothing kept, so that lazy imports and
-    first-call caches (the student's, numpy's, torch's, the meters' own) are not counted; then
-    measured. The value is not sent back: the numbers checks judge it. Only the module's
-    forward() is measured, not its construction.
+    The first measuring of a function (or module) in this child runs it twice: first with the
+    meters on and nothing kept, so that lazy imports and first-call caches (the student's,
+    numpy's, torch's, the meters' own) are not counted; then measured. Later measurings of it
+    (other sizes) are warm already and run once. The value is not sent back: the numbers checks
+    judge it. Only the module's forward() is measured, not its construction.
     Reply: {"ok", "meters": {...}, "params"} | {"ok": false, "error"}.
     """
     inner = req.get("request") or {}
@@ -397,10 +402,16 @@ def measure(req):
         return {"ok": False, "error": {"type": "GraderProtocolError", "message": "measure: unknown request",
                                        "traceback": ""}}
     options = (req.get("forbidden") or [], bool(req.get("count", True)), bool(req.get("python_memory", True)))
-    handler(inner, run=meters.Meter(STUDENT_FILES, *options).run)
+    warm = (inner.get("op"), inner.get("name"), inner.get("dtype"), inner.get("device"), options[1:])
+    if warm not in _MEASURED:
+        handler(inner, run=meters.Meter(STUDENT_FILES, *options).run, reply_value=False)
+        _MEASURED.add(warm)
     meter = meters.Meter(STUDENT_FILES, *options)
-    reply = handler(inner, run=meter.run)
+    reply = handler(inner, run=meter.run, reply_value=False)
     return {"ok": True, "meters": meter.report(), "params": reply.get("params")}
+
+
+_MEASURED = set()      # what has been measured (so warmed up) in this child
 
 
 HANDLERS = {"call": call, "module": module, "grad": grad, "measure": measure}
