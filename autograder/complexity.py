@@ -41,6 +41,7 @@ from pathlib import Path
 from . import misconceptions
 from .checks import CheckFailed, note
 from .i18n import _
+from .memo import remembered
 from .sandbox import BadReply, StudentRaised
 
 if sys.version_info >= (3, 11):
@@ -274,10 +275,13 @@ def expect_flops(m, reference_flops, what):
                         reference=f"{reference_flops:,}"))
 
 
+@remembered
 def reference_flops(fn, *args, **kwargs):
     """The multiply-adds of trusted code (a reference) on these inputs, counted as in the child."""
+    import inspect
     from .child import meters
-    return meters.flops_of(fn, *args, **kwargs)
+    # a remembering wrapper (memo.py) may answer from memory, doing no multiply-adds: count the reference
+    return meters.flops_of(inspect.unwrap(fn), *args, **kwargs)
 
 
 def shapes_text(*arrays):

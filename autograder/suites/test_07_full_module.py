@@ -20,6 +20,7 @@ from autograder.checks import (check, compare, expect_array, expect_attention, e
                                expect_pair, expect_shape, gpu_usable, CheckFailed)
 from autograder.i18n import _
 from autograder.inputs import randn, rounded
+from autograder.memo import remembered
 from autograder.tolerances import large_scores_tolerance, tolerance
 from solutions import step07_full_module as ref
 
@@ -70,6 +71,7 @@ def _params(key, cls, init, dtype="float32"):
     return out
 
 
+@remembered
 def _reference(cls, init, params, x64):
     mod = _ref_module(cls, init)
     own = dict(mod.named_parameters())
@@ -85,6 +87,7 @@ def _linear(params, prefix):
     return params[f"{prefix}.weight"].T, params.get(f"{prefix}.bias")
 
 
+@remembered
 def _mistakes(cls, init, params, x64):
     """{id: (out, attn_weights)}: the known mistakes applied to the same inputs and parameters."""
     if cls == SINGLE:
@@ -386,6 +389,7 @@ def _complexity_case(cls, B, T, D=32, h=4):
     return init, _params(("7.12", B, T), cls, init), randn((STEP, "7.12", cls, B, T, D), (B, T, D))
 
 
+@remembered
 def _reference_flops(cls, init, params, x):
     mod = _ref_module(cls, init)
     with torch.no_grad():
