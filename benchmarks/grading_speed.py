@@ -8,7 +8,9 @@ import), then measures
 in one run:
   bare      `python -c "import torch, numpy"`: the floor for any cold grade
   single    `python -m autograder grade` of one correct submission, a cold process (median of 3)
-  batch     `python -m autograder grade-all` of all N, per submission (workers' start included)
+  batch     `python -m autograder grade-all` of all N, per submission (workers' start included;
+            median of three runs), its grades checked first: the same in every run, alike for
+            every student of a kind, full marks where due, and as the single grade
   nbgrader  `nbgrader autograde` of the first --nbgrader-n of them in a temporary course copy,
             per submission (it starts a kernel per notebook, one notebook after another)
 and prints the ratios against the targets of issue 7, and each run's peak memory (the sum of the
@@ -188,9 +190,12 @@ def main():
         bare, single = medians_interleaved(
             5, [py, "-c", "import torch, numpy"],
             [py, "-m", "autograder", "grade", str(correct), "--results", str(tmp / "one.json"), "--quiet"])
-        batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--csv", str(tmp / "grades.csv"),
-                     "--jobs", str(args.jobs), "--results-dir"]
-        batch = (timed(batch_cmd + [str(tmp / "out")])[0], peak_of(batch_cmd + [str(tmp / "out-sampled")]))
+        batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--jobs", str(args.jobs)]
+        # three runs, each into an empty folder (a rerun into the same one skips everything)
+        batch_runs = [timed(batch_cmd + ["--results-dir", str(tmp / f"out{i}"), "--csv", str(tmp / f"grades{i}.csv")])[0]
+                      for i in range(3)]
+        batch = (statistics.median(batch_runs), peak_of(batch_cmd + ["--results-dir", str(tmp / "out-sampled")]))
+        grades = check_grades([tmp / f"grades{i}.csv" for i in range(3)], json.loads((tmp / "one.json").read_text()))
 
         # nbgrader on the first --nbgrader-n students, in a course of their own (timed), and on
         # the first student alone in another (sampled for memory: it grades one after another)
@@ -213,10 +218,38 @@ def main():
             "date": datetime.date.today().isoformat(), "commit": git_commit(),
             "n": args.n, "nbgrader_n": args.nbgrader_n, "jobs": args.jobs, "slow_seconds": args.slow_seconds,
             "seconds": {"bare": bare[0], "single": single[0], "batch": batch[0], "nbgrader": nbg[0]},
+            "batch_runs": batch_runs, "grades": grades,
             "peak_bytes": {"bare": bare[1], "single": single[1], "batch": batch[1], "nbgrader": nbg[1]}}
     print(render(data))
     if args.record:
         record(data)
+
+
+def check_grades(csv_paths, single_result):
+    """The batch's grades, checked before any speed is reported (a fast wrong grader is no use):
+    every run gave every student the same row; every student of a kind (same notebooks but for
+    the student's name) got the same row; the correct and slow ones full marks; and the correct
+    student's total is the one the single grade gave. Returns {kind: "total/max"}."""
+    import csv
+    runs = [list(csv.DictReader(open(p))) for p in csv_paths]
+    problems = [f"run {i + 1} differs from run 1" for i, rows in enumerate(runs[1:], 1) if rows != runs[0]]
+    by_kind = {}
+    for row in runs[0]:
+        kind = row["student"].split("_", 1)[1]
+        marks = {k: v for k, v in row.items() if k != "student"}
+        if row.get("error"):
+            problems.append(f"{row['student']}: {row['error']}")
+        if by_kind.setdefault(kind, marks) != marks:
+            problems.append(f"{row['student']} is graded unlike the first {kind} student")
+    for kind in ("correct", "slow"):
+        if kind in by_kind and by_kind[kind]["total"] != by_kind[kind]["max_score"]:
+            problems.append(f"a {kind} student scored {by_kind[kind]['total']}/{by_kind[kind]['max_score']}")
+    if "correct" in by_kind and float(by_kind["correct"]["total"]) != float(single_result["score"]):
+        problems.append(f"batch gave the correct student {by_kind['correct']['total']}, "
+                        f"the single grade {single_result['score']}")
+    if problems:
+        raise SystemExit("the batch's grades are wrong, no speed reported:\n  " + "\n  ".join(problems))
+    return {kind: f"{m['total']}/{m['max_score']}" for kind, m in by_kind.items()}
 
 
 TARGETS = (("single vs nbgrader, per submission", ">= 6x faster", 6, "higher"),
@@ -243,9 +276,14 @@ def render(data):
              f"{'bare python -c import torch,numpy':<34}{sec['bare']:>10.2f}{mib(peak['bare']):>14}",
              f"{'single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
              f"{'batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
-             f"   ({sec['batch'] / data['n']:.2f} s per submission)",
+             f"   ({sec['batch'] / data['n']:.2f} s per submission"
+             + (f"; median of {min(data['batch_runs']):.2f} to {max(data['batch_runs']):.2f}" if data.get("batch_runs") else "")
+             + ")",
              f"{'nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
              f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
+    if data.get("grades"):
+        lines.append("grades (the same in every batch run, for every student of a kind, and as the single grade): "
+                     + ", ".join(f"{kind} {total}" for kind, total in data["grades"].items()))
     for (name, target, bound, better), ratio in zip(TARGETS, ratios(data)):
         ok = ratio >= bound if better == "higher" else ratio <= bound
         lines.append(f"{name:<38}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")

@@ -3,6 +3,8 @@ never typed: the table between the README's markers must be exactly what the rec
 import importlib.util
 import json
 import re
+
+import pytest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,3 +41,27 @@ def test_render_computes_the_ratios_from_the_seconds():
     assert "NOT met" not in text
     data["seconds"]["single"] = 4.0
     assert bench.render(data).count("NOT met") == 2
+
+
+def test_the_benchmark_refuses_to_time_a_batch_whose_grades_are_wrong(tmp_path):
+    bench = load_benchmark()
+    head = "student,01_projection,total,max_score,error\n"
+    good = head + "s000_correct,10,10,10,\ns001_stub,0,0,10,\ns002_correct,10,10,10,\n"
+    paths = []
+    for i, text in enumerate([good, good]):
+        paths.append(tmp_path / f"g{i}.csv")
+        paths[-1].write_text(text)
+    assert bench.check_grades(paths, {"score": 10.0}) == {"correct": "10/10", "stub": "0/10"}
+    paths[1].write_text(good.replace("s001_stub,0,0", "s001_stub,1,1"))
+    with pytest.raises(SystemExit, match="run 2 differs from run 1"):
+        bench.check_grades(paths, {"score": 10.0})
+    for bad, why in [(good.replace("s002_correct,10,10", "s002_correct,9,9"), "unlike the first correct"),
+                     (good.replace("s001_stub,0,0,10,", "s001_stub,0,0,10,crashed"), "crashed")]:
+        for p in paths:
+            p.write_text(bad)
+        with pytest.raises(SystemExit, match=why):
+            bench.check_grades(paths, {"score": 10.0})
+    for p in paths:
+        p.write_text(good)
+    with pytest.raises(SystemExit, match="the single grade 9"):
+        bench.check_grades(paths, {"score": 9.0})
