@@ -277,7 +277,8 @@ def render(data):
              f"{'single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
              f"{'batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
              f"   ({sec['batch'] / data['n']:.2f} s per submission"
-             + (f"; median of {min(data['batch_runs']):.2f} to {max(data['batch_runs']):.2f}" if data.get("batch_runs") else "")
+             + (f"; median of {len(data['batch_runs'])} runs, {min(data['batch_runs']):.2f} to "
+                f"{max(data['batch_runs']):.2f} s" if data.get("batch_runs") else "")
              + ")",
              f"{'nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
              f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
