@@ -63,6 +63,7 @@ class Plan:
     pid_namespace: bool = True             # off for torch steps on a GPU machine: CUDA does not start in one
     visible: list = field(default_factory=list)    # what the child's root file system holds
     hide: list = field(default_factory=list)       # covered even when under a visible folder
+    shared: list = field(default_factory=list)     # host folders bound read-write at the same path (e.g. a kernel's sockets)
 
     @property
     def root(self):
@@ -130,18 +131,19 @@ def gpu_present():
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
 
 
-def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True):
-    """What a child whose scratch folder is `scratch` may see, and its limits."""
+def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True, shared=()):
+    """What a child whose scratch folder is `scratch` may see, and its limits. `shared`: host
+    folders the child may write and the grader reads too (bound at the same path)."""
     scratch = os.path.realpath(scratch)
     pythons = sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}, key=len)
-    visible = [p for p in SYSTEM_PATHS if os.path.lexists(p)] + pythons + [scratch]
+    visible = [p for p in SYSTEM_PATHS if os.path.lexists(p)] + pythons + [scratch] + [os.path.realpath(p) for p in shared]
     nproc = limits.max_processes
     if mode == "userns":   # RLIMIT_NPROC counts all of this user's processes: leave room for them
         nproc += _count_processes(os.getuid())
     return Plan(mode, scratch, limits.memory_bytes, limits.cpu_seconds, nproc, limits.file_bytes,
                 uid=(uid or next_uid()) if mode == "uid" else None,
                 pid_namespace=pid_namespace and mode != "process", visible=visible,
-                hide=[os.path.realpath(p) for p in hide_extra])
+                hide=[os.path.realpath(p) for p in hide_extra], shared=[os.path.realpath(p) for p in shared])
 
 
 def _count_processes(uid):
@@ -198,7 +200,7 @@ def build_root(plan):
                 os.symlink(os.readlink(path), inside)
             continue
         os.makedirs(inside, exist_ok=True)
-        if path == plan.scratch:                  # writable, and not recursive: the new root
+        if path == plan.scratch or path in plan.shared:   # writable, and not recursive: the new root
             _mount(path, inside, None, MS_BIND)   # mounted inside it must not appear there
             continue
         _mount(path, inside, None, MS_BIND | MS_REC)
@@ -326,6 +328,10 @@ def kill_everything(plan, pid):
                     os._exit(0)
             os.waitpid(killer, 0)
             time.sleep(0.01)                 # the kernel tears a namespace down asynchronously
+
+
+def finish(plan):
+    """After kill_everything: release what the child's plan held outside it (its memory cgroup)."""
 
 
 def _kill(pid):
