@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from . import grading, i18n, report, zygote
+from .safe_text import for_terminal
 from .sandbox import Limits
 
 
@@ -37,6 +38,7 @@ def main(argv=None):
     x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
     add_grade_all(sub)
     args = parser.parse_args(argv)
+    safe_streams()
     # every student-facing message from here on (grade-all hands the language to its workers)
     i18n.set_language(getattr(args, "lang", "en"))
     if args.command == "grade-all":
@@ -64,7 +66,7 @@ def main(argv=None):
         if args.html:
             from . import html_report
             page = html_report.write_html(result, args.submission, args.html, limits)
-            print(f"feedback page: {page}", file=sys.stderr)   # stdout may carry --format's output
+            print(f"feedback page: {for_terminal(page)}", file=sys.stderr)   # stdout may carry --format's output
         return 0
 
     if args.command == "gradescope-zip":
@@ -108,17 +110,32 @@ def limits_from(args, **extra):
 FORMATS = ("table", "junit", "github", "classroom")
 
 
+def safe_streams():
+    """Whatever reaches stdout or stderr is written: text the terminal's encoding cannot hold
+    (a lone surrogate; Chinese on a Latin-1 terminal) comes out as a backslash escape instead
+    of failing the command after results.json was written."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):      # a stream that cannot change: the text is sanitised anyway
+                pass
+
+
 def emit(args, result):
     """Write --format's output to --out or stdout; the table goes to stdout unless stdout is
-    taken by the format's own output (so that output can be piped)."""
-    table = report.table(result, details=not args.quiet)
+    taken by the format's own output (so that output can be piped). The table holds student
+    text (their messages, exception names, file names): it is printed through for_terminal, so
+    escape sequences show as `\\x1b[...`; in a GitHub job log it is also inside
+    `::stop-commands::`, so a line of it cannot be a workflow command."""
+    table = for_terminal(report.table(result, details=not args.quiet))
     if args.format == "github":
         from pathlib import Path
         from . import github
         root = Path(args.submission)
-        paths = ({stem: p.relative_to(root).as_posix() for stem, p in grading.find_step_files(root).items()}
+        paths = ({stem: f.relative for stem, f in grading.find_step_files(root).items()}
                  if root.is_dir() else {})
-        print(table)
+        print(github.log_block(table))
         print(github.write_github(result, paths, args.out))
         return
     if args.format == "table":
@@ -132,12 +149,12 @@ def emit(args, result):
     if args.out is None:
         print(text)
         if args.format == "table":
-            print(f"\nresults written to {args.results}")
+            print(f"\nresults written to {for_terminal(args.results)}")
         return
-    with open(args.out, "w", encoding="utf-8") as f:
+    with open(args.out, "w", encoding="utf-8", errors="backslashreplace") as f:
         f.write(text if text.endswith("\n") else text + "\n")
     print(table)
-    print(f"\nresults written to {args.results}; {args.format} to {args.out}")
+    print(f"\nresults written to {for_terminal(args.results)}; {args.format} to {for_terminal(args.out)}")
 
 
 # ------------------------------------------------------------------ warm children (issue 7)
@@ -165,11 +182,12 @@ def grade_all(args):
     from . import batch
     from .progress import Progress
     if not Path(args.root).is_dir():
-        print(f"error: {args.root} is not a folder", file=sys.stderr)
+        print(f"error: {for_terminal(args.root)} is not a folder", file=sys.stderr)
         return 2
     limits = limits_from(args, hide=(str(Path(args.root).resolve()),))
-    progress = Progress(len(batch.discover(args.root)))
+    progress = Progress(0)                   # grade_all counts the submissions it finds
     batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
     print(progress.summary(), file=sys.stderr)
-    print(f"results in {args.results_dir}/<student>/results.json" + (f"; gradebook {args.csv}" if args.csv else ""))
+    print(f"results in {for_terminal(args.results_dir)}/<student>/results.json"
+          + (f"; gradebook {for_terminal(args.csv)}" if args.csv else ""))
     return 0

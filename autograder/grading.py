@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from . import contract
+from . import contract, submitted_files
 from .checks import NOTES, CheckFailed
 from .i18n import _, translate
 from . import isolation
@@ -72,6 +72,7 @@ class Report:
     steps: list
     isolation: dict
     internal_errors: int = 0
+    notes: list = field(default_factory=list)     # what the file search passed over (too deep, too many)
 
     @property
     def score(self):
@@ -84,22 +85,9 @@ class Report:
 
 # ------------------------------------------------------------------ finding the files
 def find_step_files(submission):
-    """Map step stem -> file for a folder (searched recursively) or a single step file.
-
-    A notebook wins over a .py of the same stem only when both exist at the same depth;
-    the shallowest file wins otherwise (a stray copy deep in a sub-folder does not).
-    """
-    submission = Path(submission)
-    if submission.is_file():
-        step = contract.step_for_stem(submission.stem)
-        return {step.stem: submission} if step and submission.suffix in (".py", ".ipynb") else {}
-    found = {}
-    for step in contract.STEPS:
-        candidates = [p for name in step.files for p in submission.rglob(name)
-                      if ".ipynb_checkpoints" not in p.parts and p.is_file()]
-        if candidates:
-            found[step.stem] = min(candidates, key=lambda p: (len(p.parts), p.suffix != ".ipynb", str(p)))
-    return found
+    """Map step stem -> submitted_files.StepFile (its bytes, read as data) for a folder (searched
+    breadth first, never through a link) or a single step file. See submitted_files.find."""
+    return submitted_files.find(submission).files
 
 
 # ------------------------------------------------------------------ one submission
@@ -111,12 +99,24 @@ class Job:
     imports torch, as the zygote does on the other core), or while an earlier job's checks run.
     """
 
-    def __init__(self, submission, limits=None, steps=None):
+    def __init__(self, submission, limits=None, steps=None, found=None):
+        """submission: a folder or one step file (the instructor's path); or `found`, the files
+        already read as data (a batch worker's), with `submission` naming where they came from."""
         self.submission, self.limits = str(submission), limits or Limits()
-        self.files = find_step_files(submission)
-        if Path(submission).is_file():
-            steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files]
+        self.unreadable = None
+        if found is None:
+            try:
+                found = submitted_files.find(submission)
+            except submitted_files.Unreadable as exc:    # the whole submission: every step says why
+                found, self.unreadable = submitted_files.Found(), str(exc)
+        self.found, self.files = found, found.files
+        single = found is not None and os.path.isfile(self.submission) and not os.path.islink(self.submission)
+        if single:
+            steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files or s.stem in found.refused]
         self.wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
+        # the folder itself stays covered in every child's view, wherever it lies
+        self.hide = (str(Path(self.submission).resolve()) if os.path.isdir(self.submission)
+                     else str(Path(self.submission).resolve().parent),)
         self.sessions = {}       # stem -> StepSession
         self.closers = {}        # stem -> the thread closing its session
         self.results = {}        # stem -> [CheckResult]
@@ -142,7 +142,9 @@ class Job:
             if self.mode != "process":
                 isolation.protect_grader()
             for s in self.wanted:
-                session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode)
+                refused = self.unreadable or self.found.refused.get(s.stem)
+                session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
+                                      refused=refused, hide=self.hide)
                 self.sessions[s.stem] = session
                 session.start()
                 self.ready[s.stem].set()
@@ -185,9 +187,10 @@ class Job:
             session = self.sessions[s.stem]
             checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
             step_results.append(StepResult(
-                s, session.display if session.path else None, checks, self.skipped.get(s.stem, []),
+                s, session.display if session.source else None, checks, self.skipped.get(s.stem, []),
                 session.printed(), session.cell_errors))
-        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors)
+        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors,
+                      list(self.found.notes))
 
     def result(self):
         """The Report, once finished; raises what stopped the grader (never the student's code)."""
@@ -325,9 +328,10 @@ def _number_key(number):
 
 
 # ------------------------------------------------------------------ grading
-def grade(submission, limits=None, steps=None):
-    """Grade a folder or single step file. Returns a Report; never raises for student code."""
-    job = Job(submission, limits, steps).start()
+def grade(submission, limits=None, steps=None, found=None):
+    """Grade a folder or single step file (or the files `found` already read from it). Returns a
+    Report; never raises for student code."""
+    job = Job(submission, limits, steps, found).start()
     run_session([job], job.wanted)
     return job.result()
 
@@ -381,10 +385,10 @@ class Grader:
     def alive(self):
         return self.thread.is_alive()
 
-    def grade(self, submission, limits=None, steps=None):
+    def grade(self, submission, limits=None, steps=None, found=None):
         if not self.alive:
             raise RuntimeError(f"the grader stopped: {self.error!r}")
-        job = Job(submission, limits, steps).start()
+        job = Job(submission, limits, steps, found).start()
         self.queue.put(job)
         return job.result()
 
@@ -443,7 +447,8 @@ UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", 
 
 def isolation_info(limits, mode):
     """What isolation applied, for the instructor's audit (results.json extra_data)."""
-    info = isolation.make_plan(mode, tempfile.gettempdir(), limits, limits.hide, uid=isolation.BASE_UID).info()
+    info = isolation.make_plan(mode, tempfile.gettempdir(), limits, limits.hide, uid=isolation.BASE_UID,
+                               make_cgroup=False).info()
     info.pop("visible_paths")  # the grader's own paths are none of the student's business
     if mode == "uid":
         info["uid"] = "a uid of its own per child process, not the grader's (from %d up)" % isolation.BASE_UID

@@ -14,12 +14,11 @@ exception texts; file names) goes through `html.escape`.
 """
 import html
 import math
-import re
 from pathlib import Path
 
 import numpy as np
 
-from . import contract, i18n, isolation, misconceptions
+from . import contract, i18n, isolation, misconceptions, safe_text
 from .checks import Returned, Seq, Student
 from .i18n import _, translate
 from .inputs import randn, rounded
@@ -117,7 +116,7 @@ def attention_examples(report, submission, limits=None):
         if stem not in files:
             continue                # the page says the file is missing, nothing to draw
         session = StepSession(contract.STEP_BY_STEM[stem], files[stem], limits,
-                              Budget(4 * limits.call_seconds), mode)
+                              Budget(4 * limits.call_seconds), mode, hide=(str(submission),))
         try:
             try:
                 got = request(Student(session))
@@ -293,10 +292,17 @@ def _header_row(*labels):
 
 
 def page_name(submission):
-    """The page's file name: the submission's folder (or file stem), in safe characters."""
+    """The page's file name: the submission's folder (or file stem), named as grade-all names
+    its results folder (safe_text.file_name): a plain name as it is, any other (Chinese,
+    punctuation, a formula) a readable part and a hash of the exact name, so two submissions'
+    names never give one page."""
+    return safe_text.file_name(_shown_name(submission) or "submission") + ".html"
+
+
+def _shown_name(submission):
+    """The submission's folder name, or its file's stem (the page's title shows it, escaped)."""
     path = Path(submission).resolve()
-    stem = path.stem if path.is_file() else path.name
-    return (re.sub(r"[^A-Za-z0-9._-]+", "_", stem).strip("._") or "submission") + ".html"
+    return path.stem if path.is_file() else path.name
 
 
 def write_html(report, submission, out_dir, limits=None):
@@ -304,5 +310,6 @@ def write_html(report, submission, out_dir, limits=None):
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / page_name(submission)
-    path.write_text(render(report, attention_examples(report, submission, limits), path.stem), encoding="utf-8")
+    page = render(report, attention_examples(report, submission, limits), _shown_name(submission))
+    path.write_text(page, encoding="utf-8", errors="backslashreplace")   # a lone surrogate: escaped, not a failure
     return path

@@ -32,7 +32,9 @@ def gradescope(report):
             "stdout_visibility": "hidden", "tests": tests,
             "extra_data": {"max_score": report.max_score, "grader": f"attention-kit {__version__}",
                            "steps": steps, "isolation": report.isolation,
-                           "internal_errors": report.internal_errors}}
+                           "internal_errors": report.internal_errors,
+                           # what the file search passed over (folders too deep, too many entries)
+                           **({"file_search": report.notes} if getattr(report, "notes", None) else {})}}
 
 
 def write_results(report, path):

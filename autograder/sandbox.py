@@ -34,6 +34,7 @@ class Limits:
     memory_bytes: int = 4 << 30       # RLIMIT_DATA: heap and private mappings
     max_processes: int = 64           # RLIMIT_NPROC for the child's uid
     file_bytes: int = 64 << 20        # RLIMIT_FSIZE: largest file the child may write
+    disk_bytes: int = 128 << 20       # all it may write: its scratch folder, /tmp and /dev/shm (one tmpfs)
     output_bytes: int = 16_000        # stdout+stderr excerpt kept per step
     max_restarts: int = 3             # fresh children after a crash or time-out, per step
     isolation: str = "auto"           # "auto", "uid", "userns" or "process" (see isolation.py)
@@ -139,6 +140,25 @@ class NotDefined(StudentProblem):
         return text
 
 
+class StudentOverDisk(StudentProblem):
+    def __init__(self, what, limit):
+        self.what, self.limit = what, limit
+        super().__init__(f"{what} wrote more than {limit / 2**20:g} MiB")
+
+    def student_message(self):
+        return _("{what} wrote more than {mib} MiB of files (the limit for everything your code writes: "
+                 "its folder, /tmp and /dev/shm together) and stopped with \"No space left on device\". "
+                 "The hidden tests need no files: look for code that writes without end.",
+                 what=self.what, mib=f"{self.limit / 2**20:g}")
+
+
+class Refused(StudentProblem):
+    """A step file the grader would not read (a link, a FIFO, too large...): the message says why."""
+
+    def student_message(self):
+        return str(self)
+
+
 class MissingStep(StudentProblem):
     def __init__(self, step):
         self.step = step
@@ -161,9 +181,7 @@ def child_env(scratch, plan):
     """A small, explicit environment: no grader secrets, one thread per library."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": scratch, "TMPDIR": scratch,
            "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0",
-           # the runner forks once into the new PID namespace (see isolation.kill_everything)
-           "ATTENTION_KIT_PIDNS": "1" if plan.pid_namespace else "0"}
+           "OPENBLAS_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
     for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
         if key in os.environ:
             env[key] = os.environ[key]
@@ -205,17 +223,21 @@ def _widen_pipe(fd, size=1 << 20):
 
 
 class Child:
-    """One child process running child/runner.py on a copy of one student file."""
+    """One child process running child/runner.py on a copy of one student file.
 
-    def __init__(self, framework, limits, student_file, mode):
+    source: a submitted_files.StepFile (the file's bytes, already read as data by the grader);
+    hide: folders that must stay covered even if they lie under a visible one (the submission's)."""
+
+    def __init__(self, framework, limits, source, mode, hide=()):
         self.framework, self.limits = framework, limits
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
         for name in ("runner.py", "wire.py", "meters.py"):
             shutil.copy(CHILD_DIR / name, self.scratch)
         # the child works on its own copy: the submission folder itself stays out of its sight
-        self.student_copy = os.path.join(self.scratch, "submission" + Path(student_file).suffix)
-        shutil.copy(student_file, self.student_copy)
-        hide = list(limits.hide) + [str(Path(student_file).resolve().parent)]
+        self.student_copy = os.path.join(self.scratch, "submission" + source.suffix)
+        with open(self.student_copy, "wb") as f:
+            f.write(source.data)
+        hide = list(limits.hide) + list(hide)
         # CUDA fails to start inside a new PID namespace: torch children on a GPU machine go
         # without one (their uid, or their process group, still lets the grader kill them all)
         pid_ns = not (framework == "torch" and isolation.gpu_present())
@@ -313,11 +335,15 @@ class Child:
                 self.proc.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 pass
+            over_memory = isolation.memory_exceeded(self.plan)   # the kernel killed it at the cgroup's limit
             self.kill()
+            if over_memory:
+                raise StudentOverMemory(what, self.limits.memory_bytes) from None
             raise StudentCrashed(what, self.proc.returncode, self.output.text()) from None
-        except ValueError as exc:
+        except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError) as exc:
+            # a malformed frame: only a tampered child sends one
             self.kill()
-            raise BadReply(str(exc)) from None
+            raise BadReply(_("a malformed reply ({error})", error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
 
     @property
     def alive(self):
@@ -327,6 +353,7 @@ class Child:
         """Kill the child and every process it started, then clean up."""
         isolation.kill_everything(self.plan, self.proc.pid)
         self.proc.wait()
+        isolation.finish(self.plan)
         for fd in (self.req_w, self.rep_r):
             try:
                 os.close(fd)
@@ -355,10 +382,12 @@ class StepSession:
     a failure inside one call costs that call only.
     """
     step: object
-    path: Path = None
+    source: object = None                # a submitted_files.StepFile, or None when the step has no file
     limits: Limits = field(default_factory=Limits)
     budget: Budget = None
     mode: str = None                     # isolation level; chosen once per grading run
+    refused: str = None                  # why the step's file was not taken (a link, a FIFO...), if it was not
+    hide: tuple = ()                     # the submission's folder: covered in the child's view
     child: Child = None
     load_reply: dict = None
     load_problem: StudentProblem = None
@@ -369,10 +398,24 @@ class StepSession:
     def __post_init__(self):
         self.budget = self.budget or Budget(self.limits.submission_seconds)
         self.mode = self.mode or isolation.choose_mode(self.limits.isolation)
+        if isinstance(self.source, (str, os.PathLike)):      # a path (tests, tools): read it as data
+            from . import submitted_files
+            path = os.fspath(self.source)
+            try:
+                self.source = submitted_files.StepFile(os.path.basename(path), submitted_files.read_regular(
+                    path, os.path.basename(path)))
+            except submitted_files.Unreadable as exc:
+                self.source, self.refused = None, str(exc)
+        if self.refused is not None:
+            self.load_problem = Refused(self.refused)
+
+    @property
+    def path(self):
+        return self.source
 
     @property
     def display(self):
-        return self.path.name if self.path else self.step.stem
+        return self.source.name if self.source else self.step.stem
 
     def _seconds(self, what):
         left = self.budget.left()
@@ -384,7 +427,7 @@ class StepSession:
         """Start the child and send it the load request without waiting for the answer, so that
         the steps of a submission load side by side (a slow import is waited for once, not once
         per step). The answer is read by the first request."""
-        if self.path is None or self.child is not None or self.load_problem is not None:
+        if self.source is None or self.child is not None or self.load_problem is not None:
             return
         try:
             self._spawn()
@@ -396,16 +439,16 @@ class StepSession:
         """A fresh child with the load request on its way."""
         what = _("{file} (loading it)", file=self.display)
         seconds = self._seconds(what)
-        self.child = Child(self.step.framework, self.limits, self.path, self.mode)
+        self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
         self.pending_load = (what, time.monotonic() + seconds, seconds)
         self.child.send({"op": "load", "path": self.child.student_copy, "display": self.display},
                         what, self.pending_load[1], seconds)
 
     def _ensure_child(self):
-        if self.path is None:
-            raise MissingStep(self.step)
         if self.load_problem is not None:
             raise self.load_problem
+        if self.source is None:
+            raise MissingStep(self.step)
         if self.child is not None and self.pending_load is None and self.child.alive:
             return self.child
         if self.child is not None and self.pending_load is None:
@@ -421,7 +464,7 @@ class StepSession:
                 self._spawn()
             what, deadline, seconds = self.pending_load
             self.pending_load = None
-            self.load_reply = self.child.receive(what, deadline, seconds)
+            self.load_reply = checked_load_reply(self.child.receive(what, deadline, seconds))
         except StudentProblem as problem:
             self.load_problem = problem
             self.pending_load = None
@@ -441,15 +484,17 @@ class StepSession:
         child = self._ensure_child()
         reply = child.request(message, what, self._seconds(what))
         if reply.get("missing"):
-            raise NotDefined(str(reply["missing"])[:100], self.display, self.load_reply.get("defined", []),
-                             self.load_reply.get("cell_errors", []))
-        if not reply.get("ok"):
+            raise NotDefined(str(reply["missing"])[:100], self.display, self.load_reply["defined"],
+                             self.load_reply["cell_errors"])
+        if reply.get("ok") is not True:
             err = reply.get("error")
             if not isinstance(err, dict):
                 raise BadReply(_("malformed error reply"))
-            err = {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
+            err = _checked_error(err)
             if err["type"] == "MemoryError":
                 raise StudentOverMemory(what, self.limits.memory_bytes)
+            if _disk_full(err):
+                raise StudentOverDisk(what, self.limits.disk_bytes)
             raise StudentRaised(what, err)
         return reply
 
@@ -470,3 +515,29 @@ class StepSession:
 
     def close(self):
         self._retire()
+
+
+# ------------------------------------------------------------------ checking what the child says
+MAX_NAMES = 500
+
+
+def _checked_error(err):
+    """An error record as plain, bounded strings, whatever the child put in it."""
+    return {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
+
+
+def _disk_full(err):
+    return err["type"] in ("OSError", "IOError") and ("No space left on device" in err["message"]
+                                                      or "[Errno 28]" in err["message"])
+
+
+def checked_load_reply(reply):
+    """The reply to "load", checked field by field: {"ok": True, "defined": [str], "cell_errors": [error]}.
+    Anything else is a BadReply (only a tampered child sends one)."""
+    defined, errors = reply.get("defined"), reply.get("cell_errors", [])
+    if reply.get("ok") is not True or not isinstance(defined, list) or not isinstance(errors, list):
+        raise BadReply(_("malformed reply to loading the file"))
+    if not all(isinstance(n, str) for n in defined) or not all(isinstance(e, dict) for e in errors):
+        raise BadReply(_("malformed reply to loading the file"))
+    return {"ok": True, "defined": [n[:100] for n in defined[:MAX_NAMES]],
+            "cell_errors": [_checked_error(e) for e in errors[:20]]}

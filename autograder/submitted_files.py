@@ -1,0 +1,198 @@
+"""Reading what a student handed in, as data: the trusted side's only way into a submission folder.
+
+Whatever delivered it (a folder, a cloned repository, nbgrader's submitted/, an unpacked zip),
+a submission may hold links, FIFOs, devices, sockets, huge files and trees nested thousands deep.
+This module never follows a link, never opens anything but a regular file (opened with
+O_NOFOLLOW | O_NONBLOCK, then checked with fstat on the open descriptor, so a file swapped for a
+FIFO or a link between the look and the open is still refused), never reads more than a stated cap,
+and walks iteratively with caps on depth, entries and bytes. What it refuses it says, in the
+student's terms, per file; the rest of the submission is graded as usual.
+
+    found = find(folder)      # Found: .files {stem: StepFile}, .refused {stem: message}, .notes [message]
+"""
+import errno
+import os
+import stat
+from collections import deque
+from dataclasses import dataclass, field
+
+from . import contract
+from .i18n import _
+
+MAX_FILE_BYTES = 8 << 20          # one step file (notebooks with outputs can be a few MB)
+MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
+MAX_DEPTH = 16                    # folders below the submission's root that are searched
+MAX_ENTRIES = 20_000              # names looked at in one submission
+SKIPPED_FOLDERS = {".ipynb_checkpoints", "__pycache__", ".git", "__MACOSX"}   # never a student's answer
+STEP_FILE_NAMES = {name: step for step in contract.STEPS for name in step.files}
+
+
+class Unreadable(Exception):
+    """A submission, or one of its files, that cannot be taken as data; str() says why."""
+
+
+@dataclass
+class StepFile:
+    relative: str                 # posix path inside the submission, e.g. "work/04_softmax.ipynb"
+    data: bytes
+
+    @property
+    def name(self):
+        return self.relative.rsplit("/", 1)[-1]
+
+    @property
+    def suffix(self):
+        return os.path.splitext(self.name)[1]
+
+
+@dataclass
+class Found:
+    files: dict = field(default_factory=dict)     # step stem -> StepFile
+    refused: dict = field(default_factory=dict)   # step stem -> why its file could not be taken
+    notes: list = field(default_factory=list)     # what was passed over, for the report
+
+
+def kind_of(mode):
+    """A file type in words, for a refusal."""
+    for test, words in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
+                        (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def refusal(name, mode):
+    if stat.S_ISLNK(mode):
+        return _("{file} is a symbolic link: submit the file itself, not a link to it.", file=name)
+    return _("{file} is {kind}, not a regular file: submit the file itself.", file=name, kind=kind_of(mode))
+
+
+def read_regular(path, name, limit=MAX_FILE_BYTES, dir_fd=None):
+    """The bytes of the regular file at `path` (relative to `dir_fd` when given), never following
+    a link, never blocking on a FIFO, never reading past `limit`. Raises Unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise Unreadable(refusal(name, stat.S_IFLNK)) from None
+        raise Unreadable(_("{file} could not be read ({error}).", file=name, error=exc.strerror)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise Unreadable(refusal(name, st.st_mode))
+        if st.st_size > limit:
+            raise Unreadable(_("{file} is {size} MiB, over the limit of {limit} MiB for one file.",
+                               file=name, size=f"{st.st_size / 2**20:.1f}", limit=f"{limit / 2**20:g}"))
+        chunks, got = [], 0
+        while True:                      # the size can lie (a file that grows): count what is read
+            chunk = os.read(fd, min(1 << 20, limit + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if got > limit:
+                raise Unreadable(_("{file} is over the limit of {limit} MiB for one file.",
+                                   file=name, limit=f"{limit / 2**20:g}"))
+        return b"".join(chunks)
+    except OSError as exc:
+        raise Unreadable(_("{file} could not be read ({error}).", file=name, error=exc.strerror)) from None
+    finally:
+        os.close(fd)
+
+
+def find(submission):
+    """The step files of a folder or of a single step file. The path given is the instructor's
+    (it may be a link they made); everything below it is the student's and is treated as data.
+
+    The shallowest file of a step wins; at the same depth a notebook wins over a .py.
+    """
+    found = Found()
+    submission = os.fspath(submission)
+    try:
+        top = os.stat(submission)
+    except OSError as exc:
+        raise Unreadable(_("{file} could not be read ({error}).", file=submission, error=exc.strerror)) from None
+    if stat.S_ISREG(top.st_mode):
+        name = os.path.basename(submission)
+        step = contract.step_for_stem(os.path.splitext(name)[0])
+        if step and name in step.files:
+            _take(found, step, name, submission, None)
+        return found
+    if not stat.S_ISDIR(top.st_mode):
+        raise Unreadable(refusal(os.path.basename(submission), top.st_mode))
+    best = {}                            # stem -> (depth, not a notebook, relative path, mode)
+    entries, notes = 0, set()
+    queue = deque([""])                  # folders to search, relative to the submission ("" is itself)
+    while queue:                         # breadth first: a step's shallowest file is met first
+        rel = queue.popleft()
+        depth = rel.count("/")
+        try:
+            dir_fd = _open_folder(submission, rel)
+        except OSError:
+            continue
+        try:
+            names = []
+            with os.scandir(dir_fd) as it:
+                for entry in it:
+                    entries += 1
+                    if entries > MAX_ENTRIES:
+                        notes.add(_("The submission holds more than {n} files and folders: only the first "
+                                    "ones were searched.", n=MAX_ENTRIES))
+                        queue.clear()
+                        break
+                    names.append(entry.name)
+            for name in sorted(names):
+                relative = f"{rel}{name}"
+                try:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    if name in SKIPPED_FOLDERS:
+                        pass
+                    elif depth + 1 > MAX_DEPTH:
+                        notes.add(_("Folders nested deeper than {n} levels were not searched.", n=MAX_DEPTH))
+                    elif entries <= MAX_ENTRIES:
+                        queue.append(relative + "/")
+                    continue
+                step = STEP_FILE_NAMES.get(name)
+                if step is None:
+                    continue
+                rank = (depth, not name.endswith(".ipynb"), relative)
+                if step.stem in best and best[step.stem] <= rank:
+                    continue
+                best[step.stem] = rank
+                found.files.pop(step.stem, None)
+                found.refused.pop(step.stem, None)
+                if stat.S_ISREG(st.st_mode):
+                    _take(found, step, relative, name, dir_fd)
+                else:
+                    found.refused[step.stem] = refusal(relative, st.st_mode)
+        finally:
+            os.close(dir_fd)
+    found.notes = sorted(notes)
+    total = sum(len(f.data) for f in found.files.values())
+    if total > MAX_SUBMISSION_BYTES:
+        raise Unreadable(_("The submission's step files take {size} MiB together, over the limit of {limit} MiB.",
+                           size=f"{total / 2**20:.1f}", limit=f"{MAX_SUBMISSION_BYTES / 2**20:g}"))
+    return found
+
+
+def _open_folder(submission, relative):
+    """An fd for the folder `relative` below `submission`, opened one name at a time, never through a link."""
+    fd = os.open(submission, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    for part in [p for p in relative.split("/") if p]:
+        try:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
+
+
+def _take(found, step, relative, path, dir_fd):
+    try:
+        found.files[step.stem] = StepFile(relative, read_regular(path, relative, dir_fd=dir_fd))
+    except Unreadable as exc:
+        found.refused[step.stem] = str(exc)
