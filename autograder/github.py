@@ -9,13 +9,21 @@ glue of its own:
 The reporter (classroom-resources/autograding-grading-reporter) decodes each runner's
 `<ID>_RESULTS` variable as base64 JSON {version, status, max_score, tests: [{name, status,
 score, message, ...}]}, adds up the tests' scores and posts "Points score/max_score" to Classroom.
+
+Student text cannot issue workflow commands (issue 12): in an annotation it is the command's data
+or a property, escaped as GitHub documents (% CR LF; and : , in properties), after its control
+characters were made visible (safe_text); printed raw into the log (the table, or the summary
+when there is no $GITHUB_STEP_SUMMARY) it sits between `::stop-commands::TOKEN` and `::TOKEN::`,
+TOKEN random per block, so the runner processes no command inside, whatever a line starts with.
 """
 import base64
 import json
 import os
 import re
+import secrets
 
 from .i18n import _
+from .safe_text import for_github_data, for_github_property, for_terminal
 
 MAX_MESSAGE = 1000        # characters of one check's message in an annotation or a Classroom test
 
@@ -92,12 +100,20 @@ def _html(text):
 
 
 # ------------------------------------------------------------------ annotations
-def _escape_data(text):
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+_escape_data = for_github_data            # the names the module used before safe_text
+_escape_property = for_github_property
 
 
-def _escape_property(text):
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+def log_block(text):
+    """`text` for the job log, where the runner reads every line that starts with `::` (after
+    spaces) as a workflow command: inside `::stop-commands::TOKEN` ... `::TOKEN::`, with a
+    random TOKEN the text does not hold, so no line of it is processed; control characters
+    visible (safe_text.for_terminal)."""
+    text = for_terminal(text)
+    token = secrets.token_hex(16)
+    while token in text:                    # the text was written before the token existed
+        token = secrets.token_hex(16)
+    return f"::stop-commands::{token}\n{text}\n::{token}::"
 
 
 def annotations(report, paths=None):
@@ -130,14 +146,17 @@ def annotations(report, paths=None):
 # ------------------------------------------------------------------ writing GitHub's files
 def write_github(report, paths=None, summary_path=None, env=os.environ):
     """Annotations on stdout; the summary to `summary_path`, else $GITHUB_STEP_SUMMARY, else
-    stdout; the outputs to $GITHUB_OUTPUT when set. Returns the text meant for stdout."""
+    stdout (in a log_block); the outputs to $GITHUB_OUTPUT when set. Returns the text meant for
+    stdout."""
     printed = annotations(report, paths)
     summary_path = summary_path or env.get("GITHUB_STEP_SUMMARY")
     if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as f:
-            f.write(summary_markdown(report))
+        # Markdown, rendered (and sanitised) by GitHub; control characters and text no UTF-8
+        # can hold come out as escapes
+        with open(summary_path, "a", encoding="utf-8", errors="backslashreplace") as f:
+            f.write(for_terminal(summary_markdown(report)))
     else:
-        printed.append(summary_markdown(report))
+        printed.append(log_block(summary_markdown(report)))
     if env.get("GITHUB_OUTPUT"):
         with open(env["GITHUB_OUTPUT"], "a", encoding="utf-8") as f:
             f.write(f"result={classroom_base64(report)}\n"
