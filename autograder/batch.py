@@ -27,7 +27,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__, contract, i18n
+from . import __version__, contract, i18n, safe_text
 from .i18n import _
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
@@ -43,31 +43,121 @@ class BadSubmission(Exception):
 
 @dataclass
 class Submission:
-    student: str
+    student: str                   # the student's name exactly as ROOT spells it (folder, or zip without .zip)
     source: str                    # the folder or zip it came from
+    key: str = ""                  # its name under OUT and in the feedback pages: safe_name(), one-to-one
+    problem: str = None            # why it cannot be graded (a link, two entries, not a submission), else None
 
 
 # ------------------------------------------------------------------ finding submissions
-def safe_name(student):
-    """A student id usable as a folder name (never '..', never a path)."""
-    name = re.sub(r"[^A-Za-z0-9._@+-]", "_", student).lstrip(".")
-    return name[:100] or "_"
+ARCHIVE_SUFFIX = ".zip"            # recognised however it is written: .zip, .ZIP, .Zip
+NBGRADER_FILES = ("nbgrader_config.py", "gradebook.db")
+NBGRADER_FOLDERS = {"submitted", "source", "release", "autograded", "feedback"}
+
+
+def safe_name(student, hashed=False):
+    """The student's name as a file name (OUT/<name>/results.json), one-to-one by construction:
+    a plain name (ASCII letters, digits, . _ @ + -) as it is, any other a readable part, `~` and a
+    hash of the exact name (safe_text.file_name). `hashed` for a plain name that another student's
+    differs from only in case."""
+    return safe_text.file_name(student, hashed)
+
+
+def nbgrader_base(root):
+    """ROOT/submitted when ROOT is an nbgrader course, else None. Decided by what a student
+    cannot create: ROOT holds nbgrader's own files (nbgrader_config.py or gradebook.db, plain
+    files), or nothing but nbgrader's course folders; a student's folder that happens to be
+    called `submitted`, beside the other students, does not make ROOT a course."""
+    root = Path(root)
+    sub = root / "submitted"
+    if sub.is_symlink() or not sub.is_dir():
+        return None
+    if any((root / f).is_file() and not (root / f).is_symlink() for f in NBGRADER_FILES):
+        return sub
+    others = [e for e in root.iterdir() if not e.name.startswith(".") and e.name not in NBGRADER_FOLDERS]
+    return sub if not others else None
+
+
+def _student_of(entry, st):
+    """(student name, kind) of one entry: kind is "folder", "zip", "link" or "other"."""
+    name = entry.name
+    is_zip = name.casefold().endswith(ARCHIVE_SUFFIX) and len(name) > len(ARCHIVE_SUFFIX)
+    if stat.S_ISLNK(st.st_mode):
+        return (name[:-len(ARCHIVE_SUFFIX)] if is_zip else name), "link"
+    if stat.S_ISDIR(st.st_mode):
+        return name, "folder"
+    if stat.S_ISREG(st.st_mode) and is_zip:
+        return name[:-len(ARCHIVE_SUFFIX)], "zip"
+    return name, "other"
+
+
+def survey(root):
+    """(submissions sorted by student, [(entry, reason)] of the entries left out): every entry
+    of ROOT (or of ROOT/submitted/ in an nbgrader course) is one or the other. Hidden entries
+    (.DS_Store, .ipynb_checkpoints) are left out, with the reason; any other entry gets a
+    submission: a folder or .zip (any case) to grade, or one with the `problem` that stops it
+    (a symbolic link, which is never followed; two entries of one student; a file that is not a
+    .zip), which scores 0 with that reason."""
+    root = Path(root)
+    base = nbgrader_base(root) or root
+    by_student, left_out = {}, []
+    for entry in sorted(base.iterdir(), key=lambda e: e.name):
+        try:
+            st = entry.lstat()
+        except OSError as exc:          # removed while we look: say so
+            left_out.append((entry.name, f"{type(exc).__name__}: {exc.strerror}"))
+            continue
+        if entry.name.startswith("."):
+            left_out.append((entry.name, "hidden"))
+            continue
+        student, kind = _student_of(entry, st)
+        by_student.setdefault(student, []).append((entry, kind))
+    # plain names that differ only in case would share one folder on a case-insensitive disk
+    folded = {}
+    for student in by_student:
+        if safe_text.is_plain(student):
+            folded.setdefault(student.casefold(), []).append(student)
+    subs = []
+    for student, entries in sorted(by_student.items()):
+        key = safe_name(student, hashed=len(folded.get(student.casefold(), ())) > 1)
+        subs.append(_submission(student, key, entries))
+    keys = {}
+    for sub in subs:      # cannot happen (a 40-bit hash would have to collide): refused, never silent
+        other = keys.setdefault(sub.key.casefold(), sub)
+        if other is not sub:
+            raise RuntimeError(f"two students map to one results folder: {other.student!a} and {sub.student!a}")
+    return subs, left_out
+
+
+def _submission(student, key, entries):
+    if len(entries) > 1:
+        names = ", ".join(e.name + ("/" if kind == "folder" else "") for e, kind in entries)
+        return Submission(student, str(entries[0][0]), key,
+                          _("more than one submission for this student ({entries}): keep one and grade again",
+                            entries=names))
+    entry, kind = entries[0]
+    if kind == "link":
+        return Submission(student, str(entry), key,
+                          _("{name} is a symbolic link; links are not followed, so it was not graded",
+                            name=entry.name))
+    if kind == "other":
+        return Submission(student, str(entry), key,
+                          _("{name} is not a submission: only folders and .zip archives are graded",
+                            name=entry.name))
+    if kind == "zip":
+        return Submission(student, str(entry), key)
+    inner = entry / contract.ASSIGNMENT           # nbgrader: submitted/<student>/self_attention/
+    if inner.is_symlink():
+        return Submission(student, str(inner), key,
+                          _("{name} is a symbolic link; links are not followed, so it was not graded",
+                            name=f"{entry.name}/{contract.ASSIGNMENT}"))
+    return Submission(student, str(inner if inner.is_dir() else entry), key)
 
 
 def discover(root):
-    """The submissions under `root`, sorted by student."""
-    root = Path(root)
-    base = root / "submitted" if (root / "submitted").is_dir() else root
-    found = {}
-    for entry in sorted(base.iterdir()):
-        if entry.name.startswith(".") or entry.is_symlink():
-            continue
-        if entry.is_dir():
-            inner = entry / contract.ASSIGNMENT       # nbgrader: submitted/<student>/self_attention/
-            found[safe_name(entry.name)] = Submission(safe_name(entry.name), str(inner if inner.is_dir() else entry))
-        elif entry.suffix == ".zip":
-            found.setdefault(safe_name(entry.stem), Submission(safe_name(entry.stem), str(entry)))
-    return list(found.values())
+    """The submissions under `root`, sorted by student (those that cannot be graded included,
+    with their `problem`); see survey() for the entries left out."""
+    return survey(root)[0]
 
 
 # ------------------------------------------------------------------ reading one submission
@@ -152,15 +242,20 @@ def fingerprint(files, limits, lang="en"):
     return h.hexdigest()
 
 
-def results_path(out_dir, student):
-    return Path(out_dir) / student / "results.json"
+def results_path(out_dir, key):
+    """OUT/<key>/results.json, `key` a submission's safe_name (one path component, always)."""
+    if not key or key in (".", "..") or "/" in key or "\0" in key:
+        raise ValueError(f"not a results folder name: {key!a}")
+    return Path(out_dir) / key / "results.json"
 
 
-def previous_result(out_dir, student, fp):
-    """The stored results when they were made from the same files by the same grader, else None."""
+def previous_result(out_dir, sub, fp):
+    """The stored results when they were made for this student from the same files by the same
+    grader, else None."""
     try:
-        data = json.loads(results_path(out_dir, student).read_text())
-        return data if data.get("extra_data", {}).get("batch", {}).get("fingerprint") == fp else None
+        data = json.loads(results_path(out_dir, sub.key).read_text(encoding="utf-8"))
+        stored = data.get("extra_data", {}).get("batch", {})
+        return data if stored.get("fingerprint") == fp and stored.get("student") == sub.student else None
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -265,24 +360,33 @@ STEP_STEMS = [s.stem for s in contract.STEPS]
 
 
 def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
-    """Grade every submission under `root` into `out_dir`/<student>/results.json, the messages in
-    `lang` (default: the current language); returns {student: (outcome, results)} where outcome
-    is "graded", "skipped" or "error"."""
+    """Grade every submission under `root` into `out_dir`/<key>/results.json (key: safe_name of
+    the student's name), the messages in `lang` (default: the current language); returns
+    {student: (outcome, results)} where outcome is "graded", "skipped" or "error". Every entry
+    under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
+    the reason, in its results, the CSV's error column and the progress output), or it is a
+    hidden entry, listed with the reason in the progress output and its summary."""
     from .progress import Progress
     lang = lang or i18n.get_language()
-    subs = discover(root)
-    progress = progress or Progress(len(subs))
+    subs, left_out = survey(root)
+    if progress is None:
+        progress = Progress(len(subs))
+    progress.total = len(subs)
+    for name, reason in left_out:
+        progress.left_out(name, reason)
     outcomes, pending = {}, {}
     todo = []
     for sub in subs:
         try:
+            if sub.problem:
+                raise BadSubmission(sub.problem)
             files = read_files(sub.source)
         except BadSubmission as exc:
             outcomes[sub.student] = ("error", _store(out_dir, sub, None, error_results(str(exc))))
-            progress.update(sub.student, "error")
+            progress.update(sub.student, "error", reason=str(exc))
             continue
         fp = fingerprint(files, limits, lang)
-        old = previous_result(out_dir, sub.student, fp)
+        old = previous_result(out_dir, sub, fp)
         if old is not None:
             outcomes[sub.student] = ("skipped", old)
             progress.update(sub.student, "skipped")
@@ -292,16 +396,19 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
         pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1)
         try:
             for sub, files, fp in todo:
-                pending[pool.submit(grade_files, sub.student, files, limits, lang)] = (sub, fp)
+                # the key, not the name, names the worker's scratch folder: always one safe component
+                pending[pool.submit(grade_files, sub.key, files, limits, lang)] = (sub, fp)
             for future in pool.as_completed(list(pending)):
                 sub, fp = pending.pop(future)
+                reason = None
                 try:
                     results, outcome = future.result(), "graded"
                 except Exception as exc:   # the grader failed on this one: record it, go on
-                    results, outcome, fp = error_results(_("grading failed: {error}",
-                                                           error=f"{type(exc).__name__}: {exc}")), "error", None
+                    reason = _("grading failed: {error}", error=f"{type(exc).__name__}: {exc}")
+                    results, outcome, fp = error_results(reason), "error", None
                 outcomes[sub.student] = (outcome, _store(out_dir, sub, fp, results))
-                progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"])
+                progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
+                                reason=reason)
         finally:
             pool.close()
     if csv_path:
@@ -310,22 +417,28 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
 
 
 def _store(out_dir, sub, fp, results):
-    """Write one student's results atomically; a result without a fingerprint is regraded next time."""
-    results.setdefault("extra_data", {})["batch"] = {"student": sub.student, "source": sub.source, "fingerprint": fp}
-    write_atomically(results_path(out_dir, sub.student), results)
+    """Write one student's results atomically; a result without a fingerprint is regraded next time.
+    extra_data.batch holds the student's exact name (the CSV shows it), the entry it came from and
+    its results folder."""
+    results.setdefault("extra_data", {})["batch"] = {"student": sub.student, "source": sub.source,
+                                                     "results": sub.key, "fingerprint": fp}
+    write_atomically(results_path(out_dir, sub.key), results)
     return results
 
 
 def write_csv(path, results_by_student):
-    """The gradebook: one row per student, a column per step, the total and the maximum."""
+    """The gradebook: one row per student, a column per step, the total and the maximum. The
+    student's name and the error are written for a spreadsheet (safe_text.for_csv_cell): a cell
+    that would start a formula gets a leading quote, control characters are shown as escapes."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student"] + STEP_STEMS + ["total", "max_score", "error"])
     for student, results in results_by_student.items():
         steps = results["extra_data"].get("steps", {})
-        w.writerow([student] + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
+        w.writerow([safe_text.for_csv_cell(student)]
+                   + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
                    + [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}",
-                      results["extra_data"].get("error", "")])
+                      safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
     tmp = Path(str(path) + ".tmp")
     tmp.write_text(buf.getvalue(), encoding="utf-8")
     os.replace(tmp, path)

@@ -246,6 +246,12 @@ MESSAGES = {
     "{file} in the zip is larger than the limit": "zip 中的 {file} 超过了大小上限",
     "the zip could not be read ({error})": "无法读取该 zip 文件（{error}）",
     "grading failed: {error}": "评分失败：{error}",
+    "more than one submission for this student ({entries}): keep one and grade again":
+        "该学生有不止一份提交（{entries}）：请只保留一份，然后重新评分",
+    "{name} is a symbolic link; links are not followed, so it was not graded":
+        "{name} 是一个符号链接；评分程序不跟随链接，因此没有评分",
+    "{name} is not a submission: only folders and .zip archives are graded":
+        "{name} 不是一份提交：只评文件夹和 .zip 压缩包",
 
     # ------------------------------------------------------------ the hidden suites: shared pieces
     "no CUDA GPU on the grading machine; GPU checks carry no points and are skipped":
