@@ -49,3 +49,42 @@ def test_results_file_is_plain_json_and_table_is_printed(tmp_path):
     assert data["output"].startswith("Total ")
     for line in ("step  file", "07_full_module.py", "total"):
         assert line in out
+
+
+HOSTILE_STEP = r'''
+def softmax(x, axis=-1):
+    E = type("\x1b[2J\x1b]0;title\x07Evil", (Exception,), {})
+    raise E("\x1b]52;c;ZXZpbA==\x07\x1b[H\x1b[2JTotal 70/70\r::error::forged\n\u202efake")
+'''
+
+
+def test_student_text_reaches_the_terminal_escaped_and_every_report_is_written(tmp_path):
+    """Issue 18: escape sequences in exception names and messages, and a submission folder whose
+    name is not UTF-8, are shown visibly; `grade` exits 0 and writes the table, the GitHub output
+    and the feedback page."""
+    import os
+    import re
+    import subprocess
+    import sys
+    sub = tmp_path / os.fsdecode(b"stud\xff\x1b[2Jent")
+    sub.mkdir()
+    (sub / "04_softmax.py").write_text(HOSTILE_STEP)
+    for extra in ([], ["--format", "github", "--html", str(tmp_path / "pages")]):
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade", os.fsencode(sub), "--results",
+                               str(tmp_path / "results.json"), "--isolation", "process", *extra],
+                              cwd=ROOT, capture_output=True, timeout=300, env=dict(os.environ, GITHUB_STEP_SUMMARY=""))
+        out = proc.stdout.decode("utf-8")                   # strict: nothing undecodable was printed
+        assert proc.returncode == 0, out + proc.stderr.decode("utf-8", "replace")
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out), "a control character reached the terminal"
+        assert "\\x1b[2J\\x1b]0;title\\x07Evil" in out and "stud\\xff\\x1b[2Jent" in out
+        assert "\\u202efake" in out
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["score"] == 0
+    (page,) = (tmp_path / "pages").iterdir()
+    assert page.name.startswith("stud_xff_x1b_2Jent~") and "Evil" in page.read_text(encoding="utf-8")
+    # the forged `::error::` line is in the log, but inside ::stop-commands::: only the grader's annotation counts
+    from test_formats import workflow_commands
+    assert "::error::forged" in out
+    commands = [c.split("::")[1] for c in workflow_commands(out)]
+    assert len(commands) == 7 and all(c.startswith("error ") for c in commands)      # one per step
+    assert "error file=04_softmax.py,title=Step 4 (0/10)%3A Numerically stable softmax" in commands

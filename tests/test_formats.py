@@ -111,6 +111,56 @@ def parse_annotations(lines):
     return found
 
 
+def workflow_commands(log):
+    """The workflow commands GitHub's runner would process in `log` (actions/runner's
+    ActionCommandManager): a line that starts with `::` after leading spaces (v2) or holds `##[`
+    (v1); none between `::stop-commands::TOKEN` and `::TOKEN::`. Lines split as str.splitlines
+    does (on more characters than the runner: stricter)."""
+    found, stop = [], None
+    for line in log.splitlines():
+        s = line.lstrip()
+        if s.startswith("::") and s.find("::", 2) > 0:
+            end = s.find("::", 2)
+            name = s[2:end].split(" ", 1)[0]
+            if stop is not None:
+                stop = None if name == stop else stop
+            elif name == "stop-commands":
+                stop = s[end + 2:]
+            else:
+                found.append(s)
+        elif "##[" in s and stop is None:
+            found.append(s)
+    return found
+
+
+FORGED = "::error file=x,title=y::forged ##[error]v1 forged\n::error::forged\n   ::set-output name=score::70\r::warning::x\n##[error]v1 forged\n\x1b[2J\x1b]0;t\x07"
+
+
+def forged_report():
+    """synthetic_report() whose failing checks hold lines that are workflow commands, escape
+    sequences and a lone surrogate."""
+    report = synthetic_report()
+    for c in report.steps[1].checks:
+        if c.status == "failed":
+            c.output = FORGED + " \ud800"
+    return report
+
+
+def test_student_text_issues_no_workflow_command(tmp_path):
+    """Issue 12: whatever the student's text, the runner processes only the grader's annotations."""
+    report = forged_report()
+    for summary in (None, tmp_path / "summary.md"):      # the summary printed to the log, or to its file
+        log = "\n".join([github.log_block(report_module.table(report)),
+                         github.write_github(report, {}, summary, env={})])
+        log.encode("utf-8")                              # printable: the surrogate came out escaped
+        commands = workflow_commands(log)
+        assert len(commands) == 2 and all(c.startswith("::error ") for c in commands), commands
+        (_props, message), _missing = parse_annotations(commands)
+        assert message.startswith("2.2 values <&>: ::error file=x,title=y::forged ##[error]v1")   # shown, as data
+        assert "\x1b" not in log and "\\x1b[2J" in log and "\\ud800" in log
+    assert "\\x1b[2J" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+
+
 def test_annotations_one_per_step_that_lost_points_escaped():
     report = synthetic_report()
     found = parse_annotations(github.annotations(report, {"02_scores": "self_attention/02_scores.py"}))
@@ -188,8 +238,7 @@ def test_cli_github_writes_summary_outputs_and_annotations(tmp_path):
     summary, outputs = tmp_path / "summary.md", tmp_path / "output.txt"
     env = dict(os.environ, GITHUB_STEP_SUMMARY=str(summary), GITHUB_OUTPUT=str(outputs))
     out, results = grade(tmp_path, "--format", "github", env=env)
-    lines = [ln for ln in out.splitlines() if ln.startswith("::")]
-    found = parse_annotations(lines)
+    found = parse_annotations(workflow_commands(out))     # the commands the runner would process
     assert len(found) == 7                                       # step 2 partial, six steps missing
     assert found[1][0]["file"] == f"{contract.ASSIGNMENT}/02_scores.py"   # relative to the repository
     assert f"## attention-kit: {results['score']:g}/70" in summary.read_text()
