@@ -1,7 +1,11 @@
 """Grade a whole class: `python -m autograder grade-all ROOT --results-dir OUT [--csv F] [--jobs N]`.
 
-- Finding work: nbgrader's `submitted/<student>/self_attention/`, a folder per student, or one
-  zip file per student (read in memory with limits: a zip is untrusted).
+- Finding work: a folder per student, one zip file per student (.zip in any case; read in memory
+  with limits: a zip is untrusted), or nbgrader's `submitted/<student>/self_attention/` when ROOT
+  is a course (nbgrader_base: decided by what a student cannot create). Every entry is accounted
+  for (survey): graded, or scored 0 with the reason (a link, a stray file, two entries of one
+  student), or, hidden, listed as left out. OUT/<safe_name>/results.json is one-to-one with the
+  students' exact names, whatever their script, case or punctuation (safe_text.file_name).
 - A submission travels as plain data, {relative path: bytes} of its step files, so the same task
   runs in a local worker or on a Dask worker on another machine; the worker writes the files into
   a scratch folder of its own and grades them there with `grading.grade`, exactly as `grade` does.
