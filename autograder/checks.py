@@ -109,10 +109,28 @@ def decode(rec, depth=0):
         if not isinstance(items, list):
             raise BadReply(_("malformed sequence"))
         return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
-                   int(rec.get("length", len(items))))
+                   _length(rec.get("length", len(items))))
     if t == "opaque":
         return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
     raise BadReply(_("unknown value kind"))
+
+
+def _length(n):
+    if type(n) is not int or n < 0:
+        raise BadReply(_("malformed sequence"))
+    return n
+
+
+def checked(decoder, *args):
+    """Run a decoder on what the child sent: whatever a forged reply makes it raise (a field of the
+    wrong type, an absurd size) is a BadReply for this check, never an error of the grader."""
+    try:
+        return decoder(*args)
+    except BadReply:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+            UnicodeError, MemoryError) as exc:
+        raise BadReply(_("malformed reply ({error})", error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
 
 
 def describe_value(v):
@@ -156,8 +174,9 @@ class Student:
         """Call the student's function `name` and return what it returned, decoded."""
         what = f"{name}(...)"
         reply = self.session.request(self.call_request(name, *args, **kwargs), what)
-        self.mutated = reply.get("mutated") or []
-        return decode(reply.get("value"))
+        mutated = reply.get("mutated") or []
+        self.mutated = [str(m)[:100] for m in mutated[:100]] if isinstance(mutated, list) else []
+        return checked(decode, reply.get("value"))
 
     def module(self, name, init, params, x, dtype="float64"):
         """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
@@ -169,7 +188,7 @@ class Student:
         if not isinstance(shapes, dict):
             raise BadReply(_("malformed parameter list"))
         value = reply.get("value")
-        return (None if value is None else decode(value)), shapes
+        return (None if value is None else checked(decode, value)), shapes
 
     def grad(self, target, cotangents, small):
         """Run the student's code forward and backward in float64 (see gradients.py).
@@ -182,7 +201,7 @@ class Student:
         reply = self.session.request(
             {"op": "grad", **target, "cotangents": [wire.encode_input(c) for c in cotangents], "small": small},
             f"{target['name']}(...) and its backward pass")
-        return gradients.decode_reply(reply, target)
+        return checked(gradients.decode_reply, reply, target)
 
     def call_request(self, name, *args, **kwargs):
         """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""
@@ -205,7 +224,7 @@ class Student:
         # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
         reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
                                       "count": bool(count), "python_memory": self.framework == "numpy"}, what)
-        return complexity.decode_measurement(reply)
+        return checked(complexity.decode_measurement, reply)
 
 
 # ------------------------------------------------------------------ expectations

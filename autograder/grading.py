@@ -299,7 +299,10 @@ class GradingPlugin:
             if isinstance(exc, CheckFailed):
                 output, misc = exc.message, exc.misconceptions
             elif isinstance(exc, StudentProblem):
-                output = exc.student_message()
+                try:
+                    output = exc.student_message()
+                except Exception:      # a message built from what a tampered child sent
+                    output = _("Your code's result could not be read back: {problem}.", problem=type(exc).__name__)
                 if getattr(exc, "is_stub", False):
                     extra = ["not-implemented"]
             else:

@@ -169,9 +169,22 @@ def next_uid():
             if not processes_of(uid):
                 break
         os.pwrite(fd, b"%-31d" % uid, 0)
-        return uid
     finally:
         os.close(fd)
+    log = os.environ.get("ATTENTION_KIT_UID_LOG")      # an audit trail of this grader's children (tests)
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{uid}\n")
+    return uid
+
+
+def last_uid():
+    """The last child uid given on this machine (the counter's value), or None without the file."""
+    try:
+        with open(UID_COUNTER) as f:
+            return int(f.read().strip() or BASE_UID)
+    except (OSError, ValueError):
+        return None
 
 
 def gpu_present():

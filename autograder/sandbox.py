@@ -113,11 +113,15 @@ class StudentTimedOut(StudentProblem):
 
 
 class StudentOverMemory(StudentProblem):
-    def __init__(self, what, limit):
-        self.what, self.limit = what, limit
+    def __init__(self, what, limit, killed=False):
+        self.what, self.limit, self.killed = what, limit, killed
         super().__init__(f"{what} used more than {limit / 2**30:g} GiB")
 
     def student_message(self):
+        if self.killed:     # shared mappings, /dev/shm or many processes: the memory cgroup's limit
+            return _("{what} used more than {gib} GiB of memory (the limit, counting all its processes "
+                     "and shared memory) and was stopped by the system. The hidden tests use small inputs: "
+                     "look for memory that grows without end.", what=self.what, gib=f"{self.limit / 2**30:g}")
         return _("{what} used more than {gib} GiB of memory (the limit) and stopped "
                  "with MemoryError. The hidden tests use small inputs: look for an array that grows "
                  "without end or an intermediate far larger than the inputs.",
@@ -338,7 +342,7 @@ class Child:
             over_memory = isolation.memory_exceeded(self.plan)   # the kernel killed it at the cgroup's limit
             self.kill()
             if over_memory:
-                raise StudentOverMemory(what, self.limits.memory_bytes) from None
+                raise StudentOverMemory(what, self.limits.memory_bytes, killed=True) from None
             raise StudentCrashed(what, self.proc.returncode, self.output.text()) from None
         except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError, UnicodeError) as exc:
             # a malformed frame: only a tampered child sends one
@@ -491,8 +495,8 @@ class StepSession:
             if not isinstance(err, dict):
                 raise BadReply(_("malformed error reply"))
             err = _checked_error(err)
-            if err["type"] == "MemoryError":
-                raise StudentOverMemory(what, self.limits.memory_bytes)
+            if err["type"] == "MemoryError" or (err["type"] == "OSError" and "[Errno 12]" in err["message"]):
+                raise StudentOverMemory(what, self.limits.memory_bytes)   # RLIMIT_DATA, or RLIMIT_AS for a mapping
             if _disk_full(err):
                 raise StudentOverDisk(what, self.limits.disk_bytes)
             raise StudentRaised(what, err)

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from . import contract
-from .i18n import _
+from .i18n import N_, _, translate
 
 MAX_FILE_BYTES = 8 << 20          # one step file (notebooks with outputs can be a few MB)
 MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
@@ -54,12 +54,12 @@ class Found:
 
 def kind_of(mode):
     """A file type in words, for a refusal."""
-    for test, words in ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
-                        (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"),
-                        (stat.S_ISDIR, "a folder")):
+    for test, words in ((stat.S_ISLNK, N_("a symbolic link")), (stat.S_ISFIFO, N_("a named pipe (FIFO)")),
+                        (stat.S_ISSOCK, N_("a socket")), (stat.S_ISCHR, N_("a device")),
+                        (stat.S_ISBLK, N_("a device")), (stat.S_ISDIR, N_("a folder"))):
         if test(mode):
-            return words
-    return "not a regular file"
+            return translate(words)
+    return translate(N_("not a regular file"))
 
 
 def refusal(name, mode):

@@ -73,9 +73,16 @@ class Zygote:
         for key in ("CUDA_VISIBLE_DEVICES", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "LD_LIBRARY_PATH"):
             if key in os.environ:
                 env[key] = os.environ[key]
-        self.proc = subprocess.Popen([sys.executable, "-I", "-u", str(HERE), str(theirs.fileno()), framework],
-                                     pass_fds=(theirs.fileno(),), env=env, stdin=subprocess.DEVNULL,
+        # The zygote's command line is every child's /proc/self/cmdline (a fork keeps it): it names
+        # no path of the kit's. The code that finds the kit comes through a pipe instead.
+        boot_r, boot_w = os.pipe()
+        os.write(boot_w, BOOT.format(kit=str(HERE.parent.parent)).encode())
+        os.close(boot_w)
+        self.proc = subprocess.Popen([sys.executable, "-I", "-u", "-c", BOOT_READER, str(boot_r),
+                                      str(theirs.fileno()), framework],
+                                     pass_fds=(theirs.fileno(), boot_r), env=env, stdin=subprocess.DEVNULL,
                                      cwd="/", start_new_session=True)
+        os.close(boot_r)
         theirs.close()
         self.ready = False
 
@@ -111,6 +118,13 @@ class Zygote:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+BOOT_READER = "import os, sys; exec(os.read(int(sys.argv[1]), 1 << 16))"
+# -I keeps the kit off sys.path: the zygote reaches it from the path the grader sends (nothing else
+# is imported from there), then forgets the boot pipe
+BOOT = ("import sys\nos.close(int(sys.argv[1]))\nsys.path.insert(0, {kit!r})\n"
+        "from autograder import zygote\nzygote.serve(int(sys.argv[2]), sys.argv[3])\n")
 
 
 # Two zygotes: the numpy steps' children fork from one that never imported torch. Forking, and
@@ -191,6 +205,7 @@ def _become_child(req, fds):
         os.chdir(req["cwd"])
         # what a runner.py child's argv holds (student code may look at it, e.g. for the reply fd)
         sys.argv = [os.path.join(req["cwd"], "runner.py"), str(req_r), str(rep_w), req["framework"]]
+        sys.modules["__main__"].__dict__.pop("zygote", None)     # the boot code's name for this module
         os.environ.clear()
         os.environ.update(req["env"])
         import tempfile
@@ -333,9 +348,3 @@ def serve(control_fd, framework):
             report()
     for fd in status_fds.values():
         os.close(fd)
-
-
-if __name__ == "__main__":
-    # -I keeps the kit off sys.path: reach it from this file's place (nothing else is imported from there)
-    sys.path.insert(0, str(HERE.parent.parent))
-    serve(int(sys.argv[1]), sys.argv[2])

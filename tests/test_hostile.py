@@ -34,12 +34,21 @@ EXPECTED = {
     "endless_recursion": (0, "raised RecursionError"),
     "exit_in_call": (0, "softmax(...) raised SystemExit: 0"),
     "forge_protocol": (0, "Your code's result could not be read back"),
+    "forge_shape": (0, "Your code's result could not be read back: malformed array (malformed shape)"),
+    "forge_load": (0, "Your code's result could not be read back: malformed reply to loading the file"),
+    "disk_filler": (0, "softmax(...) wrote more than 128 MiB of files"),
+    "shm_fill": (0, "softmax(...) wrote more than 128 MiB of files"),
+    "ipc_leave": (10, None),
+    "proc_snoop": (10, None),
+    "read_installed_kit": (3, "42 of 42 values differ from the expected ones"),
     "fork_bomb": (10, None),
     "keyboard_interrupt": (0, "softmax(...) raised KeyboardInterrupt: ha"),
     "lazy_array": (0, "softmax(...) timed out after 2 s"),
     "list_result": (2, "should return a numpy array; it returned a list of 2 items"),
     "loop_at_import": (0, "04_softmax.py (loading it) timed out after 2 s"),
     "memory_hog": (0, "softmax(...) used more than 1 GiB of memory (the limit)"),
+    # a shared mapping, which RLIMIT_DATA does not count: the memory cgroup's limit (RLIMIT_AS without one)
+    "shm_hog": (0, "softmax(...) used more than 1 GiB of memory (the limit"),
     "nan_result": (3, "42 of 42 values are NaN or infinite where the expected values are finite"),
     "network": (10, None),
     "object_array": (2, "it returned a numpy.ndarray of dtype object"),
@@ -59,7 +68,13 @@ EXPECTED = {
     "wrong_dtype": (3, "has dtype float16; expected float64"),
 }
 # cases whose expected outcome holds only when the child is walled off (namespaces / own uid)
-ISOLATION_CASES = {"daemon", "network", "read_solutions", "tamper_kit", "signal_grader"}
+ISOLATION_CASES = {"daemon", "network", "read_solutions", "tamper_kit", "signal_grader", "disk_filler", "shm_fill",
+                   "ipc_leave", "proc_snoop", "read_installed_kit"}
+# The limit each case is about, reached whatever the machine's speed: a case that means to reach the
+# memory or the disk limit gets a call time-out it cannot reach first on a busy machine (filling
+# 1 GiB takes a fraction of a second idle, seconds under load); the time-out cases loop for ever,
+# so they reach the 2 s limit whatever the load.
+CALL_SECONDS = {"memory_hog": 120, "shm_hog": 120, "disk_filler": 120, "shm_fill": 120}
 
 
 def kit_fingerprint():
@@ -80,12 +95,16 @@ def submission_with(tmp_path, case_file):
     return sub
 
 
-def grade(sub, results):
-    """Grade in a fresh grader process; returns the finished Popen (its pid names its children's uids)."""
+def grade(sub, results, call_seconds=2):
+    """Grade in a fresh grader process; returns the finished Popen, with `uids`: the uids of its
+    children (in uid mode; the grader lists them in ATTENTION_KIT_UID_LOG)."""
+    log = Path(results).with_name("uids.log")
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(sub), "--results", str(results),
-                             "--steps", ",".join(STEPS), "--call-timeout", "2", "--memory-gib", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                             "--steps", ",".join(STEPS), "--call-timeout", str(call_seconds), "--memory-gib", "1"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=dict(os.environ, ATTENTION_KIT_UID_LOG=str(log)))
     proc.output = proc.communicate(timeout=600)[0]
+    proc.uids = {int(u) for u in log.read_text().split()} if log.exists() else None
     return proc
 
 
@@ -125,10 +144,9 @@ class Listener:
             s.close()
 
 
-def live_child_processes(grader_pid=None):
-    """Live processes left by the children of one grader process (all graders when None):
-    in uid mode its children's uids are BASE_UID + 100 * (grader pid % 10**6) + 0..99."""
-    first = None if grader_pid is None else isolation.BASE_UID + 100 * (grader_pid % 10**6)
+def live_child_processes(uids=None):
+    """Live processes left by children whose uid is in `uids` (in uid mode: those a grading gave
+    out, see grade()), else by any child (uid from BASE_UID up, or a runner's command line)."""
     left = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -138,14 +156,41 @@ def live_child_processes(grader_pid=None):
                 if f.read().rsplit(")", 1)[1].split()[0] == "Z":
                     continue                      # already dead, waiting to be reaped
             uid = os.stat(f"/proc/{entry}").st_uid
-            if first is not None and MODE == "uid":
-                if first <= uid < first + 100:
+            if uids is not None and MODE == "uid":
+                if uid in uids:
                     left.append(int(entry))
             elif uid >= isolation.BASE_UID or b"attention-kit-child" in Path(f"/proc/{entry}/cmdline").read_bytes():
                 left.append(int(entry))
         except OSError:
             pass
     return left
+
+
+def ipc_objects():
+    """The machine's System V IPC objects and POSIX queues (keys and names), as the host sees them."""
+    found = set()
+    for kind in ("shm", "msg", "sem"):
+        try:
+            found |= {(kind, line.split()[0]) for line in open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]}
+        except OSError:
+            pass
+    if os.path.isdir("/dev/mqueue"):
+        found |= {("mq", name) for name in os.listdir("/dev/mqueue")}
+    return found
+
+
+IPC_BEFORE = ipc_objects()
+
+
+def leftover_files():
+    return [p for p in ("/tmp/attention-kit-leak", "/dev/shm/attention-kit-leak") if os.path.lexists(p)]
+
+
+def leftover_cgroups(uids):
+    if uids is None:
+        return []
+    base = isolation._cgroup_base()          # the grader runs in this process's cgroup, and makes them there
+    return [] if base is None else [uid for uid in uids if os.path.exists(f"{base[1]}/attention-kit-{uid}")]
 
 
 def test_the_corpus_is_complete():
@@ -162,7 +207,7 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
     before = kit_fingerprint()
     listener = Listener() if case == "network" else None
     try:
-        proc = grade(submission_with(tmp_path, case_file), tmp_path / "results.json")
+        proc = grade(submission_with(tmp_path, case_file), tmp_path / "results.json", CALL_SECONDS.get(case, 2))
     finally:
         if listener:
             listener.close()
@@ -178,8 +223,12 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
     assert (tmp_path / "results.json").stat().st_size < 64_000, "results stay small"
     text = (tmp_path / "results.json").read_text()
     assert "BEGIN SOLUTION" not in text and "test_04_softmax" not in text and "solutions/" not in text
+    # nothing of the grader's own processes: their command lines name the kit's paths
+    assert "autograder/" not in text and "zygote.py" not in text and "pytest" not in text
     assert kit_fingerprint() == before, "no file of the kit changed"
-    assert live_child_processes(proc.pid) == [], "no process left behind"
+    assert live_child_processes(proc.uids) == [], "no process left behind"
+    assert ipc_objects() <= IPC_BEFORE and not leftover_files(), "no IPC object or file left behind"
+    assert not leftover_cgroups(proc.uids), "no memory cgroup left behind"
     if listener:
         assert listener.accepted == 0, "the child reached the network"
 
@@ -207,8 +256,10 @@ def test_a_batch_mixing_hostile_and_honest_grades_the_honest_exactly_as_alone(tm
               f"{STEPS!r})\n"
               "    out.append(report.gradescope(r))\nprint(json.dumps(out))\n")
     subs = [honest] + hostile + [honest]
+    log = tmp_path / "uids.log"
     proc = subprocess.Popen([sys.executable, "-c", script] + [str(s) for s in subs], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, ATTENTION_KIT_UID_LOG=str(log)))
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     graded = json.loads(out)
@@ -216,4 +267,4 @@ def test_a_batch_mixing_hostile_and_honest_grades_the_honest_exactly_as_alone(tm
     assert first["score"] == last["score"] == 50
     strip = [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in first["tests"]]
     assert strip == [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in last["tests"]]
-    assert live_child_processes(proc.pid) == []
+    assert live_child_processes({int(u) for u in log.read_text().split()} if log.exists() else None) == []

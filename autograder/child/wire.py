@@ -57,7 +57,8 @@ def sizes(header):
 
 def unpack(body, attachments):
     """The message's JSON, each array record's "data" swapped for its bytes. A reference that is
-    not two in-bounds integers becomes None, which `decode_array` refuses."""
+    not two in-bounds integers becomes None, which `decode_array` refuses. Anything malformed
+    (bad UTF-8 or JSON, nesting past the parser's depth) raises ValueError."""
     view = memoryview(attachments)
 
     def resolve(record):
@@ -67,7 +68,10 @@ def unpack(body, attachments):
                   and ref[0] + ref[1] <= len(view))
             record["data"] = view[ref[0]:ref[0] + ref[1]] if ok else None
         return record
-    return json.loads(body, object_hook=resolve)
+    try:
+        return json.loads(body, object_hook=resolve)
+    except (RecursionError, UnicodeError, TypeError, OverflowError) as exc:
+        raise ValueError(f"malformed message ({type(exc).__name__})") from None
 
 
 def send(fd, obj):
@@ -177,18 +181,25 @@ def decode_array(rec, max_bytes=MAX_MESSAGE_BYTES):
     bfloat16 arrives as int16 bit patterns and is widened to float32 (exactly).
     Raises ValueError on anything malformed.
     """
+    if not isinstance(rec, dict):
+        raise ValueError("malformed array record")
     dtype = rec.get("dtype")
     shape = rec.get("shape")
-    if dtype not in ARRAY_DTYPES:
-        raise ValueError(f"dtype {dtype!r} not allowed")
-    if not isinstance(shape, list) or not all(type(n) is int and n >= 0 for n in shape) or len(shape) > 32:
+    if not isinstance(dtype, str) or dtype not in ARRAY_DTYPES:
+        raise ValueError(f"dtype {str(dtype)[:40]!r} not allowed")
+    if (not isinstance(shape, list) or len(shape) > 32
+            or not all(type(n) is int and 0 <= n <= MAX_MESSAGE_BYTES for n in shape)):
         raise ValueError("malformed shape")
     raw = rec.get("data")
     if not isinstance(raw, (bytes, memoryview)):
         raise ValueError("the array's bytes are missing")
     if len(raw) > max_bytes:
         raise ValueError("array too large")
-    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    count = 1
+    for n in shape:            # in Python integers: a forged shape cannot overflow
+        count *= n
+    if count > MAX_MESSAGE_BYTES:
+        raise ValueError("byte count does not match shape")
     if dtype == "bfloat16":
         bits = np.frombuffer(raw, dtype=np.uint16)
         if bits.size != count:

@@ -5,5 +5,6 @@ Split by topic so that each part can be edited on its own; MESSAGES is their uni
 from .zh_core import MESSAGES as _CORE
 from .zh_rules import MESSAGES as _RULES
 from .zh_gradients import MESSAGES as _GRADIENTS
+from .zh_wall import MESSAGES as _WALL
 
-MESSAGES = {**_CORE, **_RULES, **_GRADIENTS}
+MESSAGES = {**_CORE, **_RULES, **_GRADIENTS, **_WALL}
