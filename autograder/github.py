@@ -58,6 +58,14 @@ def _cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _code(text):
+    """`text` as inline code in a table cell: a file's path is the student's (its folders' names),
+    so no backtick in it can close the code span and no `|` end the cell."""
+    text = _cell(text)
+    fence = "`" * (max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}" if "`" in text else f"{fence}{text}{fence}"
+
+
 def _fenced(text):
     """`text` in a code block whose fence no run of backticks inside it can close."""
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
@@ -73,7 +81,7 @@ def summary_markdown(report):
         failed = sum(c.status != "passed" for c in s.checks)
         checks = (_("✅ all {n} passed", n=len(s.checks)) if not failed
                   else _("❌ {failed} of {n} failed", failed=failed, n=len(s.checks)))
-        file = f"`{s.file}`" if s.file else _("(missing)")
+        file = _code(s.file) if s.file else _("(missing)")
         lines.append(f"| {s.step.number}. {_cell(s.step.shown_title)} | {file} | "
                      f"{_fmt(s.score)}/{_fmt(s.max_score)} | {checks} |")
     lines.append(_("| | **Total** | **{score}/{max_score}** | |", score=_fmt(report.score),

@@ -245,3 +245,10 @@ def test_cli_github_writes_summary_outputs_and_annotations(tmp_path):
     values = dict(ln.split("=", 1) for ln in outputs.read_text().splitlines())
     assert float(values["score"]) == results["score"] and values["max_score"] == "70"
     assert json.loads(base64.b64decode(values["result"]))["max_score"] == 70
+
+
+def test_a_students_file_path_cannot_break_the_summary_table():
+    report = synthetic_report()
+    report.steps[1].file = "we`ird|dir/02_scores.py"
+    row = next(ln for ln in github.summary_markdown(report).splitlines() if ln.startswith("| 2."))
+    assert "| `` we`ird\\|dir/02_scores.py `` |" in row and row.count(" | ") == 3
