@@ -31,13 +31,13 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__, contract, i18n, safe_text
+from . import __version__, contract, i18n, submitted_files, safe_text
 from .i18n import _
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 STEP_FILE_NAMES = {name for s in contract.STEPS for name in s.files}
-MAX_FILE_BYTES = 8 << 20          # one step file (notebooks with outputs can be a few MB)
-MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
+MAX_FILE_BYTES = submitted_files.MAX_FILE_BYTES               # one step file
+MAX_SUBMISSION_BYTES = submitted_files.MAX_SUBMISSION_BYTES   # all of one submission's step files
 MAX_ZIP_MEMBERS = 2000            # entries looked at in one zip
 
 
@@ -167,24 +167,28 @@ def discover(root):
 # ------------------------------------------------------------------ reading one submission
 def read_files(source):
     """{relative posix path: bytes} of the step files in a folder or zip, within the limits."""
-    return _read_zip(source) if source.endswith(".zip") and os.path.isfile(source) else _read_folder(source)
+    return (_read_zip(source) if source.lower().endswith(".zip") and os.path.isfile(source)
+            and not os.path.islink(source) else _read_folder(source))
+
+
+class Files(dict):
+    """{relative posix path: bytes} of a submission's step files, and what was refused, as data
+    (a plain dict with two attributes: it pickles to a local worker or a Dask one unchanged)."""
+
+    def __init__(self, files=(), refused=None, notes=()):
+        super().__init__(files)
+        self.refused = dict(refused or {})      # step stem -> why its file was not taken
+        self.notes = list(notes)                # what the search passed over
 
 
 def _read_folder(folder):
-    files, total = {}, 0
-    for dirpath, dirnames, filenames in os.walk(folder):     # does not follow links to folders
-        dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints")
-        for name in sorted(filenames):
-            path = os.path.join(dirpath, name)
-            if name not in STEP_FILE_NAMES or os.path.islink(path):
-                continue
-            size = os.path.getsize(path)
-            total += size
-            if size > MAX_FILE_BYTES or total > MAX_SUBMISSION_BYTES:
-                raise BadSubmission(_("{file} makes the submission larger than the limit", file=name))
-            with open(path, "rb") as f:
-                files[Path(path).relative_to(folder).as_posix()] = f.read()
-    return files
+    """The step files of a student's folder, read as data by submitted_files (links, FIFOs and
+    devices refused with a message, never followed or opened; caps on depth, entries and bytes)."""
+    try:
+        found = submitted_files.find(folder)
+    except submitted_files.Unreadable as exc:
+        raise BadSubmission(str(exc)) from None
+    return Files({f.relative: f.data for f in found.files.values()}, found.refused, found.notes)
 
 
 def _read_zip(path):
@@ -308,7 +312,12 @@ def grade_files(student, files, limits, lang="en"):
                 target = folder.joinpath(*PurePosixPath(name).parts)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            return report.gradescope(_grader.grade(str(folder), limits))
+            found = submitted_files.find(folder)
+            for stem, why in getattr(files, "refused", {}).items():     # refused where the files were read
+                if stem not in found.files:
+                    found.refused[stem] = why
+            found.notes = sorted(set(found.notes) | set(getattr(files, "notes", [])))
+            return report.gradescope(_grader.grade(str(folder), limits, found=found))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 

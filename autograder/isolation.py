@@ -137,10 +137,16 @@ def _probe(mode):
                 proc = subprocess.run([sys.executable, "-I", "-c", code],
                                       preexec_fn=lambda: apply(plan), cwd=scratch, capture_output=True, timeout=60)
                 _probe_cache[mode] = proc.returncode == 0 and proc.stdout.strip() == b"ok"
-            except (OSError, subprocess.SubprocessError):
+                why = proc.stderr.decode(errors="replace").strip()[-500:] or f"exit code {proc.returncode}"
+            except (OSError, subprocess.SubprocessError) as exc:
                 _probe_cache[mode] = False
+                why = f"{type(exc).__name__}: {exc}"
             finally:
                 finish(plan)
+        if not _probe_cache[mode]:
+            # the instructor must know: grading goes on at a weaker level (results.json says which)
+            print(f"attention-kit: the {mode!r} isolation level could not be set up here ({why}); "
+                  "grading with a weaker one", file=sys.stderr)
     return _probe_cache[mode]
 
 
@@ -260,9 +266,13 @@ def kit_paths(visible):
     import importlib.metadata
     found = set()
     here = os.path.realpath(KIT_ROOT)
+    sites = set(python_paths())
     for dist in importlib.metadata.distributions():
         if (dist.metadata["Name"] or "").lower().replace("_", "-") != "attention-kit":
             continue
+        where = getattr(dist, "_path", None)
+        if where is None or os.path.realpath(os.path.dirname(str(where))) not in sites:
+            continue             # e.g. a source tree's egg-info found through the working folder
         for f in dist.files or []:
             parts = str(f).split("/")
             if parts[0] in ("..", "__pycache__") or len(parts) == 1:
@@ -286,7 +296,8 @@ def kit_paths(visible):
         found.add(os.path.join(here, name))
     # the kit's own folder inside a visible one (e.g. a checkout under /usr/src): cover all of it
     # but the Python installation that may live in it (a .venv at its root)
-    if any(here.startswith(v.rstrip("/") + "/") for v in visible if not os.path.islink(v)):
+    checkout = here not in sites and os.path.exists(os.path.join(here, "pyproject.toml"))   # not a site folder
+    if checkout and any(here.startswith(v.rstrip("/") + "/") for v in visible if not os.path.islink(v)):
         pythons = python_paths()
         for entry in os.listdir(here):
             path = os.path.join(here, entry)
@@ -488,9 +499,15 @@ def fork_into_pid_namespace():
 def build_root(plan):
     """A fresh root file system holding only plan.visible (the kit's copies covered), a /proc
     of the child's own, and one size-capped tmpfs for its scratch folder, /tmp and /dev/shm;
-    then chroot into it."""
+    then chroot into it.
+
+    Order matters: the child's /tmp goes in first, so that a visible folder under the host's /tmp
+    (a venv there, the scratch folder itself) is bound on top of it, not covered by it."""
     root = plan.root
     _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    fs = _scratch_tmpfs(plan, root)
+    os.makedirs(root + "/tmp", exist_ok=True)
+    _mount(fs + "/tmp", root + "/tmp", None, MS_BIND)
     for path in plan.visible:
         inside = root + path
         if os.path.islink(path):                  # e.g. /lib -> usr/lib on merged-/usr systems
@@ -498,9 +515,9 @@ def build_root(plan):
             if not os.path.lexists(inside):
                 os.symlink(os.readlink(path), inside)
             continue
-        os.makedirs(inside, exist_ok=True)
         if path == plan.scratch or path in plan.shared:
-            continue                              # below, once /tmp is in place
+            continue                              # below
+        os.makedirs(inside, exist_ok=True)
         # /dev and /sys without what is mounted below them (the machine's /dev/shm, /dev/mqueue,
         # its cgroup file systems, writable there); the rest with it, read-only. A user namespace
         # may only take them whole (the kernel locks submounts together): /dev/shm and
@@ -508,12 +525,17 @@ def build_root(plan):
         whole = plan.mode == "userns" or path not in ("/dev", "/sys")
         _mount(path, inside, None, MS_BIND | (MS_REC if whole else 0))
         _mount(None, inside, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | (MS_NODEV if path != "/dev" else 0))
-    _scratch_tmpfs(plan, root)
+    if os.path.isdir(root + "/dev/shm"):
+        _mount(fs + "/shm", root + "/dev/shm", None, MS_BIND)
+    if os.path.isdir(root + "/dev/mqueue"):       # POSIX queues: those of its own IPC namespace only
+        _mount("mqueue", root + "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(root + plan.scratch, exist_ok=True)
+    _mount(fs + "/work", root + plan.scratch, None, MS_BIND)
+    _check(_libc.umount2(fs.encode(), MNT_DETACH), f"umount {fs}")    # the binds stay
+    os.rmdir(fs)
     for path in plan.shared:                      # writable, and not recursive: the new root
         os.makedirs(root + path, exist_ok=True)   # mounted inside it must not appear there
         _mount(path, root + path, None, MS_BIND)
-    if os.path.isdir(root + "/dev/mqueue"):       # POSIX queues: those of its own IPC namespace only
-        _mount("mqueue", root + "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     _mount_proc(plan, root)
     empty = root + "/.attention-kit-hidden"
     open(empty, "w").close()
@@ -530,15 +552,14 @@ def build_root(plan):
 
 
 def _scratch_tmpfs(plan, root):
-    """One tmpfs of plan.disk_bytes for all the child may write, seen at three places: its scratch
-    folder (a copy of what the grader put in the host's: the runner, the student's file), /tmp and
-    /dev/shm. /tmp is bound first: the scratch folder's path may lie under /tmp."""
+    """One tmpfs of plan.disk_bytes for all the child may write, bound at three places by build_root:
+    its scratch folder (`work`: a copy of what the grader put in the host's, the runner and the
+    student's file), /tmp and /dev/shm. Returns where it is mounted for now."""
     owner = plan.uid if plan.mode == "uid" else os.getuid()
     group = plan.uid if plan.mode == "uid" else os.getgid()
     fs = root + "/.attention-kit-scratch"
     os.mkdir(fs, 0o700)
-    _mount("tmpfs", fs, "tmpfs", MS_NOSUID | MS_NODEV,
-           f"size={plan.disk_bytes},nr_inodes=16384,mode=755")
+    _mount("tmpfs", fs, "tmpfs", MS_NOSUID | MS_NODEV, f"size={plan.disk_bytes},nr_inodes=16384,mode=755")
     for name in ("work", "tmp", "shm"):
         os.mkdir(os.path.join(fs, name), 0o700)
         os.chown(os.path.join(fs, name), owner, group)
@@ -549,14 +570,7 @@ def _scratch_tmpfs(plan, root):
                 while chunk := src.read(1 << 20):
                     dst.write(chunk)
             os.chown(target, owner, group)
-    os.makedirs(root + "/tmp", exist_ok=True)
-    _mount(fs + "/tmp", root + "/tmp", None, MS_BIND)
-    if os.path.isdir(root + "/dev/shm"):
-        _mount(fs + "/shm", root + "/dev/shm", None, MS_BIND)
-    os.makedirs(root + plan.scratch, exist_ok=True)
-    _mount(fs + "/work", root + plan.scratch, None, MS_BIND)
-    _check(_libc.umount2(fs.encode(), MNT_DETACH), f"umount {fs}")    # the binds stay
-    os.rmdir(fs)
+    return fs
 
 
 def _mount_proc(plan, root):

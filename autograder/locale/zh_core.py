@@ -241,7 +241,6 @@ MESSAGES = {
     "its weights have shape {shape}, expected {expected}": "它的权重形状是 {shape}，应为 {expected}",
 
     # ------------------------------------------------------------ batch.py
-    "{file} makes the submission larger than the limit": "{file} 使提交的总大小超过了上限",
     "the zip holds too many entries": "zip 文件中的条目太多",
     "{file} in the zip is larger than the limit": "zip 中的 {file} 超过了大小上限",
     "the zip could not be read ({error})": "无法读取该 zip 文件（{error}）",
