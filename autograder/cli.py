@@ -86,7 +86,9 @@ def add_limit_args(parser):
     parser.add_argument("--call-timeout", type=float, default=Limits.call_seconds,
                         help="seconds one load or call of student code may take (default %(default)s)")
     parser.add_argument("--memory-gib", type=float, default=Limits.memory_bytes / 2**30,
-                        help="memory limit of each child process in GiB (default %(default)g)")
+                        help="memory limit of each child (all its processes) in GiB (default %(default)g)")
+    parser.add_argument("--disk-mib", type=float, default=Limits.disk_bytes / 2**20,
+                        help="all a child may write (its folder, /tmp and /dev/shm) in MiB (default %(default)g)")
     parser.add_argument("--submission-timeout", type=float, default=Limits.submission_seconds,
                         help="seconds all of one submission's code may run together (default %(default)s)")
     parser.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
@@ -103,7 +105,8 @@ def add_lang_arg(parser):
 def limits_from(args, **extra):
     """The Limits the limit options ask for."""
     return Limits(call_seconds=args.call_timeout, submission_seconds=args.submission_timeout,
-                  memory_bytes=int(args.memory_gib * 2**30), isolation=args.isolation, **extra)
+                  memory_bytes=int(args.memory_gib * 2**30), disk_bytes=int(args.disk_mib * 2**20),
+                  isolation=args.isolation, **extra)
 
 
 # ------------------------------------------------------------------ grade --format
