@@ -24,6 +24,7 @@ import io
 import os
 import sys
 import tempfile
+import traceback
 import warnings
 from pathlib import Path
 
@@ -122,21 +123,36 @@ def _grade_lines(step, folder):
     return float(result.score), lines
 
 
-def grade_step(stem, folder="."):
-    """Grade `stem`.ipynb (or .py) in `folder`, in the course's language; print each check;
-    return the step's points."""
+def step_outcome(stem, folder=".", language_folder=None):
+    """What the hidden-test cell of `stem` shows and is worth: (points, text, diagnostics).
+
+    points: a number in [0, the step's points]; text: the lines grade_step prints, in the course's
+    language (looked up from `language_folder`, by default `folder`); diagnostics: what the grader
+    itself logged while grading (warnings, its own traceback), for the instructor only.
+    Used by grade_step in a kernel, and by nbgrader_wall.TrustedGrades in nbgrader's own process."""
     step = contract.step_for_stem(stem)
-    with i18n.language(course_language(folder)):
+    internal = ""
+    with i18n.language(course_language(language_folder or folder)):
         with stderr_diverted() as diverted:
             try:
                 points, lines = _grade_lines(step, folder)
             except Exception:          # the grader's own failure; the instructor reruns it standalone
+                internal = traceback.format_exc()
                 points, lines = 0.0, [_("The grader could not grade step {step} (an internal error, "
                                         "not your code's fault). Please tell your instructor.", step=step.number)]
-        if diverted().strip():
+        logged = diverted()
+        if logged.strip():
             # grader-side diagnostics: not the student's business, and nbgrader would zero the cell
             lines.append(_("(The grader logged diagnostics for the instructor; "
                            "`python -m autograder grade` on this file shows them.)"))
-    print("\n".join(lines))
     # nbgrader fails on a value above the cell's points; float sums can overshoot by 1e-15
-    return min(max(round(points, 6), 0.0), float(step.points))
+    points = min(max(round(points, 6), 0.0), float(step.points))
+    return points, "\n".join(lines), (logged + internal).strip()
+
+
+def grade_step(stem, folder="."):
+    """Grade `stem`.ipynb (or .py) in `folder`, in the course's language; print each check;
+    return the step's points."""
+    points, text, _diagnostics = step_outcome(stem, folder)
+    print(text)
+    return points
