@@ -1,8 +1,10 @@
 """nbgrader configuration: the repo root is the course; source/ is the master, assignments/ the release."""
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, GetGrades
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades
 
+from autograder.nbgrader_wall import TrustedGrades, WalledExecute
 from autograder.release import StepStubs
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
@@ -24,6 +26,29 @@ c.GenerateAssignment.preprocessors = [StepStubs if p is ClearSolutions else p fo
 # cells' output (the grader's messages) and scores.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 
-# nbgrader's default of 30 s per cell is shorter than a hidden-test cell may legitimately take:
-# one step may spend up to (1 + max_restarts) call time-outs of 20 s on a student's endless loop.
+# Autograding (autograder/nbgrader_wall.py): nbgrader's pipeline, its Execute replaced by two steps.
+#  - WalledExecute runs the student's notebook in a kernel walled off like the kit's child
+#    processes: no view of this folder (source/, solutions/, the gradebook, other students), no
+#    network, a uid of its own when nbgrader runs as root, the limits of c.WalledKernelManager
+#    below. The hidden-test cells are not run in it.
+#  - TrustedGrades then grades the notebook as submitted with the kit's grader, here in nbgrader's
+#    own process, and writes each hidden-test cell's output (messages and points): the number
+#    SaveAutoGrades records next can come from nowhere else.
+_autograde = []
+for _p in Autograde.class_traits()["autograde_preprocessors"].default():
+    _autograde += [WalledExecute, TrustedGrades] if _p is Execute else [_p]
+c.Autograde.autograde_preprocessors = _autograde
+
+# The walled kernel's limits (these are the defaults): memory, CPU time of its process, processes
+# and threads, largest file, all it may write. c.WalledKernelManager.isolation = "process" turns
+# the wall off (limits only); "auto" takes the strongest level this machine allows.
+c.WalledKernelManager.memory_gib = 4
+c.WalledKernelManager.cpu_seconds = 600
+c.WalledKernelManager.max_processes = 64
+c.WalledKernelManager.file_mib = 64
+c.WalledKernelManager.disk_mib = 128
+
+# Time limit of each cell in the walled kernel (nbgrader's default is 30 s). The hidden-test cells
+# no longer run there, so this bounds the student's own cells and the visible tests only; the
+# kit's grading has its own limits (20 s a call, 600 s a submission).
 c.Execute.timeout = 300
