@@ -25,8 +25,8 @@ LESSON = ROOT / "samples" / "lesson"
 
 # Who submits what. alice: every step solved (released notebooks, solutions filled in).
 # bob: step 1 left a stub, steps 2 and 5 with the lesson's code (partial credit), 3/4/6/7 missing.
-# mallory: step 4 a stub whose cell replaces grade_step in the kernel, so nbgrader records full
-# marks; only the standalone grader (and nbgrader-crosscheck) can tell.
+# mallory: step 4 a stub whose cell replaces grade_step in the kernel (which used to make nbgrader
+# record full marks): nbgrader records the kit's 0 (autograder/nbgrader_wall.py).
 TAMPER = ("\nimport autograder.notebook as _hook\n"
           "_hook.grade_step = lambda *args, **kwargs: 10.0\n")
 
@@ -133,7 +133,7 @@ def feedback_text(course, student, stem):
 
 def test_nbgrader_records_the_standalone_graders_scores(course):
     scores = recorded(course)
-    for student in ("alice", "bob"):
+    for student in ("alice", "bob", "mallory"):
         for step in contract.STEPS:
             assert scores[student][step.stem] == course["standalone"][student][step.stem], (student, step.stem)
     assert sum(scores["alice"].values()) == 70
@@ -151,8 +151,6 @@ def test_partial_credit_and_zero_are_recorded_as_such(course):
 
 def test_hidden_cells_print_to_stdout_only_and_end_with_the_points(course):
     for student, notebooks in course["submissions"].items():
-        if student == "mallory":
-            continue
         for stem in notebooks:
             outputs = hidden_cell(course, student, stem).outputs
             kinds = [(o.output_type, o.get("name")) for o in outputs]
@@ -190,11 +188,10 @@ def test_feedback_has_the_messages_and_no_hidden_code_or_references(course):
     assert "still a stub" in stub and "Step 1: 0/10" in stub
 
 
-def test_crosscheck_flags_the_notebook_whose_kernel_changed_the_score(course):
-    assert recorded(course)["mallory"]["04_softmax"] == 10    # what nbgrader's kernel reported
+def test_a_kernel_that_replaces_grade_step_changes_nothing(course):
+    assert recorded(course)["mallory"]["04_softmax"] == 0     # a stub, whatever her kernel did
     proc = subprocess.run([sys.executable, "-m", "autograder", "nbgrader-crosscheck", "--course",
                            str(course["dir"]), "--db", course["db"], "--student", "mallory"],
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    flagged = [ln.split()[:2] for ln in proc.stdout.splitlines() if "<-- differs" in ln]
-    assert flagged == [["mallory", "04_softmax"]], proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "<-- differs" not in proc.stdout and "0 of 7 notebooks" in proc.stdout

@@ -1,0 +1,329 @@
+"""`nbgrader autograde` as safe as `grade` (autograder/nbgrader_wall.py), through nbgrader's own
+command line in a temporary course: the student's kernel sees none of the course, and the number
+nbgrader records is the kit's, whatever the kernel does.
+
+Who submits what (all in self_attention):
+  alice   04_softmax solved, with a canary comment another student will look for.
+  eve     04_softmax solved, plus a cell that reads and prints the master notebook, the kit's
+          solutions, the gradebook, the course config and alice's notebooks, by absolute and
+          relative path, and lists the course: every read must fail with FileNotFoundError.
+  mallet  05_weighted_sum with the lesson's code (partial credit), plus cells that do everything
+          that used to change the hidden cell's number: replace grade_step, plant a fake
+          `autograder` package, publish fake results from a thread, rewrite the notebook file in
+          its folder. nbgrader must record the standalone grader's score.
+  dora    04_softmax solved, plus a cell that starts a daemon and kills the kernel (only in a
+          kernel: the kit's own child does not see IPython). The notebook is still graded, and
+          nothing of hers survives.
+"""
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import contract, isolation
+from autograder.crosscheck import nbgrader_scores
+from conftest import ROOT
+from test_nbgrader import BIN, lesson_function, student_notebook
+
+ASSIGNMENT = contract.ASSIGNMENT
+CANARY = "alice-canary-5d41402abc"
+DAEMON = "akw-daemon-7b2f"
+REFERENCE_HEADER = "Reference for step 4, generated from"
+
+
+def reader_cell(course):
+    """Eve's cell: what she tries to read, by absolute path and relative to the kernel's folder
+    (nbgrader's kernel used to run in autograded/eve/self_attention/)."""
+    paths = [course / "source" / ASSIGNMENT / "04_softmax.ipynb", ROOT / "source" / ASSIGNMENT / "04_softmax.ipynb",
+             ROOT / "solutions" / "step04_softmax.py", course / "gradebook.db", course / "nbgrader_config.py",
+             course / "submitted" / "alice" / ASSIGNMENT / "04_softmax.ipynb",
+             course / "autograded" / "alice" / ASSIGNMENT / "04_softmax.ipynb"]
+    relative = ["../../../source/self_attention/04_softmax.ipynb", "../../../gradebook.db",
+                "../../alice/self_attention/04_softmax.ipynb"]
+    return textwrap.dedent(f"""\
+        import os
+        for path in {[str(p) for p in paths] + relative!r}:
+            try:
+                with open(path, errors="replace") as f:
+                    print("READ", path, f.read())
+            except OSError as e:
+                print("cannot read", path, type(e).__name__)
+        for folder in {[str(course), str(course / "source"), str(ROOT / "solutions")]!r}:
+            try:
+                print("LISTED", folder, os.listdir(folder))
+            except OSError as e:
+                print("cannot list", folder, type(e).__name__)
+        """)
+
+
+TAMPER = textwrap.dedent('''\
+    import sys, types, threading, time, os, json
+    # 1. replace the hook, where it can be imported
+    try:
+        import autograder.notebook as _hook
+        _hook.grade_step = lambda *args, **kwargs: 10.0
+    except ImportError:
+        pass
+    # 2. a fake kit for the hidden cell's own import
+    _fake = types.ModuleType("autograder.notebook")
+    _fake.grade_step = lambda *args, **kwargs: 10.0
+    sys.modules["autograder"] = types.ModuleType("autograder")
+    sys.modules["autograder.notebook"] = _fake
+    import builtins
+    builtins.grade_step = _fake.grade_step
+    # 3. keep publishing a full-marks result into whatever cell runs
+    try:
+        _ip = get_ipython()
+        def _flood():
+            for _ in range(200):
+                try:
+                    _ip.display_pub.publish({"text/plain": "10.0"})
+                except Exception:
+                    pass
+                time.sleep(0.01)
+        threading.Thread(target=_flood, daemon=True).start()
+    except NameError:
+        pass
+    # 4. rewrite the notebook the hidden cell would grade, in the kernel's folder
+    for _name in ("05_weighted_sum.ipynb",):
+        try:
+            with open(_name, "w") as _f:
+                _f.write(json.dumps({"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        except OSError:
+            pass
+    ''')
+
+KILLER = textwrap.dedent(f'''\
+    import os, subprocess, sys
+    if "IPython" in sys.modules:     # in nbgrader's kernel, not in the kit's child
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", "{DAEMON}"],
+                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        os._exit(3)
+    ''')
+
+needs_wall = pytest.mark.skipif(isolation.choose_mode() == "process",
+                                reason="no isolation on this machine (neither root nor user namespaces): "
+                                       "the walled kernel falls back to limits only")
+
+
+def with_cell(nb, source, after_grade_id):
+    """`nb` with a new student code cell after the cell `after_grade_id`."""
+    index = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == after_grade_id)
+    nb.cells.insert(index + 1, nbformat.v4.new_code_cell(source))
+    return nb
+
+
+def run_nbgrader(course, tmpdir, *args):
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(tmpdir))
+    proc = subprocess.run([str(BIN / "nbgrader"), *args, "--log-level=WARN"], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"nbgrader {args[0]} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def processes_mentioning(text):
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if text.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("wall")
+    course = tmp / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "source", course / "source")
+    tmpdir = tmp / "t"                      # nbgrader's temporary folders: the kernels', the children's
+    tmpdir.mkdir()
+    run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
+
+    alice = student_notebook(course, "04_softmax")
+    cell = next(c for c in alice.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "step04_softmax")
+    cell.source += f"\n# {CANARY}\n"
+    submissions = {
+        "alice": {"04_softmax": alice},
+        "eve": {"04_softmax": with_cell(student_notebook(course, "04_softmax"), reader_cell(course), "step04_softmax")},
+        "mallet": {"05_weighted_sum": with_cell(student_notebook(course, "05_weighted_sum", {
+            "step05_self_attention": lesson_function("05_weighted_sum", "self_attention")}), TAMPER,
+            "step05_self_attention")},
+        "dora": {"04_softmax": with_cell(student_notebook(course, "04_softmax"), KILLER, "step04_softmax")},
+    }
+    for student, notebooks in submissions.items():
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        for stem, nb in notebooks.items():
+            nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+    # alice first, so that her autograded copy exists when the others look for it
+    run_nbgrader(course, tmpdir, "autograde", ASSIGNMENT, "--student=alice")
+    run_nbgrader(course, tmpdir, "autograde", ASSIGNMENT)
+    run_nbgrader(course, tmpdir, "generate_feedback", ASSIGNMENT)
+    run_nbgrader(course, tmpdir, "export")
+    left = {"temporary": sorted(p.name for p in tmpdir.iterdir()), "processes": processes_mentioning(str(tmpdir)),
+            "daemons": processes_mentioning(DAEMON)}
+
+    standalone = {}
+    for student in submissions:
+        results = tmp / f"{student}.json"
+        proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted" / student / ASSIGNMENT),
+                               "--results", str(results), "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        standalone[student] = {stem: s["score"] for stem, s in json.loads(results.read_text())["extra_data"]["steps"].items()}
+    return {"dir": course, "db": f"sqlite:///{course / 'gradebook.db'}", "submissions": submissions,
+            "standalone": standalone, "left": left}
+
+
+def autograded(course, student, stem):
+    return nbformat.read(str(course["dir"] / "autograded" / student / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+
+
+def outputs_text(nb):
+    return "\n".join(json.dumps(c.get("outputs", []), ensure_ascii=False) for c in nb.cells if c.cell_type == "code")
+
+
+def feedback_text(course, student, stem):
+    page = (course["dir"] / "feedback" / student / ASSIGNMENT / f"{stem}.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def hidden_cell(nb):
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return cell
+
+
+@needs_wall
+def test_nbgrader_records_the_kit_s_scores_for_every_notebook(course):
+    recorded = nbgrader_scores(course["db"])
+    for student, notebooks in course["submissions"].items():
+        for stem in notebooks:
+            assert recorded[student][stem] == course["standalone"][student][stem], (student, stem)
+    assert recorded["alice"]["04_softmax"] == recorded["eve"]["04_softmax"] == 10
+    assert recorded["dora"]["04_softmax"] == 10             # her kernel died; the kit graded her file
+    assert 0 < recorded["mallet"]["05_weighted_sum"] < 10    # partial credit, not the 10 she asked for
+
+
+@needs_wall
+def test_the_kernel_could_read_nothing_of_the_course(course):
+    nb = autograded(course, "eve", "04_softmax")
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "cannot read" in c.source]
+    printed = "".join(o.get("text", "") for o in cell.outputs)
+    assert "READ " not in printed and "LISTED " not in printed
+    assert printed.count("FileNotFoundError") == 13, printed      # 10 files, 3 folders
+    secrets = ["BEGIN SOLUTION", REFERENCE_HEADER, "SQLite format 3", CANARY, "c.CourseDirectory.course_id"]
+    for student in ("eve", "dora", "mallet"):
+        for stem in course["submissions"][student]:
+            outputs, feedback = outputs_text(autograded(course, student, stem)), feedback_text(course, student, stem)
+            for secret in secrets:
+                assert secret not in outputs and secret not in feedback, (student, stem, secret)
+    assert "cannot read" in feedback_text(course, "eve", "04_softmax")   # her cell's output is in her feedback
+
+
+@needs_wall
+def test_the_hidden_cells_show_the_kit_s_messages_and_number_only(course):
+    for student, notebooks in course["submissions"].items():
+        for stem in notebooks:
+            outputs = hidden_cell(autograded(course, student, stem)).outputs
+            assert [(o.output_type, o.get("name")) for o in outputs] == [("stream", "stdout"), ("execute_result", None)]
+            assert float(outputs[-1].data["text/plain"]) == course["standalone"][student][stem]
+            step = contract.step_for_stem(stem)
+            assert f"Step {step.number}: {course['standalone'][student][stem]:g}/10" in outputs[0].text
+
+
+@needs_wall
+def test_crosscheck_finds_nothing_to_flag(course):
+    proc = subprocess.run([sys.executable, "-m", "autograder", "nbgrader-crosscheck", "--course", str(course["dir"]),
+                           "--db", course["db"]], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "<-- differs" not in proc.stdout
+
+
+@needs_wall
+def test_a_dead_kernel_is_reported_in_its_cell_and_leaves_nothing(course):
+    nb = autograded(course, "dora", "04_softmax")
+    (cell,) = [c for c in nb.cells if DAEMON in c.source]
+    assert [(o.output_type, o.get("ename")) for o in cell.outputs] == [("error", "DeadKernelError")]
+    assert "The kernel stopped while running this cell" in feedback_text(course, "dora", "04_softmax")
+    assert course["left"]["daemons"] == []
+
+
+@needs_wall
+def test_nothing_is_left_behind(course):
+    assert course["left"] == {"temporary": [], "processes": [], "daemons": []}
+
+
+# ------------------------------------------------------------------ the kernel alone
+@needs_wall
+def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
+    from nbclient import NotebookClient
+    from autograder.nbgrader_wall import WalledKernelManager
+    (tmp_path / "data.csv").write_text("1,2,3\n")
+    (tmp_path / "other.ipynb").write_text("{}")
+    os.symlink(ROOT / "solutions" / "step04_softmax.py", tmp_path / "link.py")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in [
+        "import os, sys\nprint(sorted(os.listdir('.')))\nprint(open('data.csv').read())",
+        f"print(os.path.exists({str(ROOT / 'solutions')!r}), os.path.exists({str(tmp_path)!r}),"
+        f" os.path.exists({str(ROOT / 'autograder')!r}))",
+        "import numpy\nimport socket\ntry:\n    socket.create_connection(('192.0.2.1', 80), timeout=2)\nexcept OSError as e:\n"
+        "    print('network:', e.errno)",
+        "import autograder",
+    ]]
+    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, kernel_manager_class=WalledKernelManager,
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    listing, flags, network, kit = nb.cells
+    names = eval(listing.outputs[0].text.splitlines()[0])
+    assert "data.csv" in names and "other.ipynb" not in names and "link.py" not in names
+    assert "1,2,3" in listing.outputs[0].text
+    assert flags.outputs[0].text.split() == ["False", "False", "False"]
+    assert network.outputs[0].text.strip() == "network: 101"          # ENETUNREACH: no interface up
+    assert kit.outputs[0].ename == "ModuleNotFoundError"
+
+
+# ------------------------------------------------------------------ which cells are the kit's
+def test_hidden_stem_names_the_kit_s_hidden_cells_only():
+    from autograder.nbgrader_wall import hidden_stem
+    for step in contract.STEPS:
+        master = nbformat.read(str(ROOT / "source" / ASSIGNMENT / f"{step.stem}.ipynb"), as_version=4)
+        assert [hidden_stem(c) for c in master.cells if hidden_stem(c)] == [step.stem]
+
+    def cell(source, **meta):
+        c = nbformat.v4.new_code_cell(source)
+        c.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 10, **meta}
+        return c
+    assert hidden_stem(cell('grade_step("04_softmax")')) == "04_softmax"
+    assert hidden_stem(cell('import autograder.notebook as h\nh.grade_step("02_scores")')) == "02_scores"
+    for other in ['assert f(1) == 2\ngrade_step("04_softmax")',     # an instructor's own test: nbgrader's
+                  'grade_step("04_softmax", ".")', 'grade_step("99_nothing")', "grade_step(stem)",
+                  'x = grade_step("04_softmax")', "not python ("]:
+        assert hidden_stem(cell(other)) is None, other
+    assert hidden_stem(cell('grade_step("04_softmax")', solution=True)) is None
+    assert hidden_stem(cell('grade_step("04_softmax")', grade=False)) is None
+
+
+def test_paths_to_cover_never_hide_the_python_the_kernel_needs(tmp_path):
+    from autograder.nbgrader_wall import paths_to_cover
+    course = tmp_path / "usr" / "course"
+    for sub in ("source", "solutions", ".venv/lib"):
+        (course / sub).mkdir(parents=True)
+    (course / "gradebook.db").write_text("")
+    usr, venv = str(tmp_path / "usr"), str(course / ".venv")
+    assert paths_to_cover([str(course)], [usr]) == [str(course)]
+    assert paths_to_cover([str(course)], [usr, venv]) == sorted(
+        str(course / n) for n in ("gradebook.db", "solutions", "source"))
+    assert paths_to_cover([str(course)], [venv]) == []       # the course is not in the view at all
