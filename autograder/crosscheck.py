@@ -1,11 +1,11 @@
 """Check nbgrader's recorded scores against the standalone grader.
 
-Under `nbgrader autograde` each hidden-test cell grades its step in the kit's isolated child, but
-the number nbgrader records is the value that cell returns inside the student's own Jupyter
-kernel, after the student's cells ran there: code in those cells can change it (for instance by
-replacing `grade_step`). This module regrades the submissions nbgrader graded with the
-standalone grader, whose score never passes through the student's process, and lists the
-notebooks where the two disagree.
+With the course's nbgrader_config.py, the number nbgrader records for each hidden-test cell comes
+from the kit's grader run in nbgrader's own process (nbgrader_wall.TrustedGrades), never from the
+student's kernel. This module is the audit: it regrades the submissions nbgrader graded with the
+standalone grader and lists the notebooks where the two disagree (a course configured without
+TrustedGrades, where the value a hidden cell returns in the student's kernel is recorded, or a
+student who edited a locked cell that nbgrader restored from the master).
 
     python -m autograder nbgrader-crosscheck [--course DIR] [--db sqlite:///gradebook.db] [--student ID ...]
 """

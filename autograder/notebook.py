@@ -1,8 +1,10 @@
 """The hook behind each notebook's hidden-test cell: `grade_step("04_softmax")`.
 
-Under `nbgrader autograde` (and when an instructor runs a source notebook) the cell grades the
-step's notebook file in the current folder with the same isolated child process as the
-standalone grader, prints the messages on stdout, and returns the points as the cell's value.
+Run in a kernel (an instructor trying a source notebook), the cell grades the step's notebook
+file in the current folder with the same isolated child process as the standalone grader, prints
+the messages on stdout, and returns the points as the cell's value. Under `nbgrader autograde`
+the cell does not run in the student's kernel: nbgrader_wall.TrustedGrades writes the same
+output (`step_outcome`) from nbgrader's own process.
 
 nbgrader reads that value as partial credit (`nbgrader.utils.determine_grade`), with two traps
 this module closes:
