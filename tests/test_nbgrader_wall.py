@@ -23,7 +23,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import nbformat
 import pytest
