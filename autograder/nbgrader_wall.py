@@ -24,8 +24,10 @@ trusted at every level.
 import ast
 import asyncio
 import copy
+import ctypes
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,8 +43,17 @@ from traitlets import Float, Integer, Unicode
 from . import contract, isolation, sandbox
 
 SKIP_TAG = "skip-execution"        # nbclient's tag for a cell it must not run
+PR_SET_PDEATHSIG = 1
+# The kernel's command: ipykernel, dying with the process that started it. Inside a PID namespace
+# that is the process waiting outside it (isolation.apply), which dies with nbgrader in turn:
+# a kernel's first process sees no parent, so ipykernel's own watch for it cannot work there.
+LAUNCHER = ("import ctypes, runpy, signal, sys\n"
+            f"ctypes.CDLL(None).prctl({PR_SET_PDEATHSIG}, signal.SIGKILL)\n"
+            "sys.argv[0] = 'ipykernel_launcher'\n"
+            "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)\n")
 RESOURCE_KEY = "attention_kit"     # resources[RESOURCE_KEY]["as_submitted"]: the notebook before the kernel ran
 DATA_FILE_BYTES = 64 << 20         # files beside the notebook copied into the kernel's folder, in all
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 # ------------------------------------------------------------------ the hidden-test cells
@@ -243,7 +254,7 @@ class WalledKernelManager(AsyncKernelManager):
             self._trap.start()
             plan = self._plan
             kw.update(cwd=plan.scratch, env=self._env(), stdin=subprocess.DEVNULL, stdout=self._out_w,
-                      stderr=self._out_w, preexec_fn=lambda: isolation.apply(plan))
+                      stderr=self._out_w, preexec_fn=lambda: _start_walled(plan))
         except BaseException:
             self._tear_down()
             raise
@@ -261,7 +272,7 @@ class WalledKernelManager(AsyncKernelManager):
                 self._out_w = None
 
     def format_kernel_cmd(self, extra_arguments=None):
-        return [sys.executable, "-I", "-m", "ipykernel_launcher", "-f", self.connection_file, *(extra_arguments or [])]
+        return [sys.executable, "-I", "-c", LAUNCHER, "-f", self.connection_file, *(extra_arguments or [])]
 
     def _limits(self):
         limits = sandbox.Limits(memory_bytes=int(self.memory_gib * 2**30), cpu_seconds=self.cpu_seconds,
@@ -359,6 +370,13 @@ class WalledKernelManager(AsyncKernelManager):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
         self._scratch = self._sockets = None
+
+
+def _start_walled(plan):
+    """preexec_fn: die with nbgrader (the thread that starts the kernel lives as long as it), then
+    the wall. A kernel left behind by a killed nbgrader would otherwise stay, idle, for good."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    isolation.apply(plan)
 
 
 def copy_beside_files(folder, scratch, file_bytes, total=DATA_FILE_BYTES):

@@ -266,6 +266,45 @@ def test_nothing_is_left_behind(course):
     assert course["left"] == {"temporary": [], "processes": [], "daemons": []}
 
 
+@needs_wall
+def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
+    """nbgrader killed outright while a student's cell sleeps: the kernel and what it started die too."""
+    import time
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    shutil.copytree(ROOT / "source", course / "source")
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir()
+    run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
+    sleeper = textwrap.dedent(f"""\
+        import subprocess, sys, time
+        if "IPython" in sys.modules:
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", "{DAEMON}-2"], start_new_session=True)
+            time.sleep(120)
+        """)
+    folder = course / "submitted" / "zed" / ASSIGNMENT
+    folder.mkdir(parents=True)
+    nbformat.write(with_cell(student_notebook(course, "04_softmax"), sleeper, "step04_softmax"),
+                   str(folder / "04_softmax.ipynb"))
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(tmpdir))
+    proc = subprocess.Popen([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, "--log-level=WARN"], cwd=course, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not processes_mentioning(f"{DAEMON}-2") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert processes_mentioning(f"{DAEMON}-2"), "the student's cell never ran"
+        assert processes_mentioning(str(tmpdir))           # the kernel, by its connection file
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 10
+    while (processes_mentioning(str(tmpdir)) or processes_mentioning(f"{DAEMON}-2")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(tmpdir)) == processes_mentioning(f"{DAEMON}-2") == []
+
+
 # ------------------------------------------------------------------ the kernel alone
 @needs_wall
 def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
