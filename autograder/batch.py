@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import threading
 import zipfile
@@ -394,6 +395,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             if sub.problem:
                 raise BadSubmission(sub.problem)
             files = read_files(sub.source)
+            _store_code(out_dir, sub, files)
         except BadSubmission as exc:
             outcomes[sub.student] = ("error", _store(out_dir, sub, None, error_results(str(exc))))
             progress.update(sub.student, "error", reason=str(exc))
@@ -427,6 +429,17 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
     if csv_path:
         write_csv(csv_path, {s: r for s, (_, r) in sorted(outcomes.items())})
     return outcomes
+
+
+def _store_code(out_dir, sub, files):
+    """OUT/<key>/code.json: the student's own code per step, for the class report's similarity
+    (similarity.store_code; the files as read here, never run). It never stops the batch."""
+    try:
+        from . import similarity
+        similarity.store_code(results_path(out_dir, sub.key).parent, files)
+    except Exception as exc:      # noqa: BLE001 (a report's input, not a grade: say so and go on)
+        print(f"attention-kit: the code of {safe_text.for_terminal(sub.student, newlines=False)} was not "
+              f"stored for the class report ({type(exc).__name__})", file=sys.stderr)
 
 
 def _store(out_dir, sub, fp, results):

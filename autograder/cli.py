@@ -1,5 +1,5 @@
 """Command line: `python -m autograder grade SUBMISSION [--results FILE] [--format F --out FILE]`,
-`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`."""
+`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`, `grade-all`, `class-report OUT`."""
 import argparse
 import sys
 
@@ -37,12 +37,15 @@ def main(argv=None):
     x.add_argument("--db", help="nbgrader's gradebook URL (default: sqlite:///COURSE/gradebook.db)")
     x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
     add_grade_all(sub)
+    add_class_report(sub)
     args = parser.parse_args(argv)
     safe_streams()
     # every student-facing message from here on (grade-all hands the language to its workers)
     i18n.set_language(getattr(args, "lang", "en"))
     if args.command == "grade-all":
         return grade_all(args)
+    if args.command == "class-report":
+        return class_report(args)
 
     if args.command == "build":
         from . import release
@@ -177,6 +180,9 @@ def add_grade_all(sub):
     a.add_argument("--csv", help="the gradebook: one row per student, a column per step, the total")
     a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     a.add_argument("--scheduler", help="a Dask distributed scheduler address: grade on that cluster instead")
+    a.add_argument("--report", metavar="PAGE", help="then write the class view: PAGE (e.g. OUT/class.html), "
+                                                    "OUT/class.json and each student's OUT/<student>/feedback.html")
+    a.add_argument("--no-similarity", action="store_true", help="with --report: leave out the similar-code pairs")
     add_limit_args(a)
 
 
@@ -189,8 +195,45 @@ def grade_all(args):
         return 2
     limits = limits_from(args, hide=(str(Path(args.root).resolve()),))
     progress = Progress(0)                   # grade_all counts the submissions it finds
-    batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
+    outcomes = batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
     print(progress.summary(), file=sys.stderr)
     print(f"results in {for_terminal(args.results_dir)}/<student>/results.json"
           + (f"; gradebook {for_terminal(args.csv)}" if args.csv else ""))
+    if args.report:
+        # built here, by the client, from the results it stored (also when a Dask cluster graded them)
+        keys = [r["extra_data"]["batch"]["results"] for _outcome, r in outcomes.values()]
+        return write_class_report(args.results_dir, args.report, keys, args.lang, not args.no_similarity, args.jobs)
+    return 0
+
+
+# ------------------------------------------------------------------ the class view (issue 16)
+def add_class_report(sub):
+    r = sub.add_parser("class-report", help="the class view from grade-all's results (no grading): a page, "
+                                            "OUT/class.json and each student's feedback page")
+    r.add_argument("results_dir", metavar="OUT", help="grade-all's --results-dir")
+    r.add_argument("--report", metavar="PAGE", help="the page to write (default OUT/class.html)")
+    r.add_argument("--no-similarity", action="store_true", help="leave out the similar-code pairs")
+    r.add_argument("--jobs", type=int, help="processes for the similarity (default: one per core)")
+    add_lang_arg(r)
+
+
+def class_report(args):
+    from pathlib import Path
+    if not Path(args.results_dir).is_dir():
+        print(f"error: {for_terminal(args.results_dir)} is not a folder", file=sys.stderr)
+        return 2
+    return write_class_report(args.results_dir, args.report, None, args.lang, not args.no_similarity, args.jobs)
+
+
+def write_class_report(out_dir, page, keys, lang, with_similarity, jobs):
+    from pathlib import Path
+    from . import class_report as cr
+    try:
+        path, timings = cr.build(out_dir, page, keys, lang, with_similarity, jobs)
+    except ImportError as exc:
+        print(f"error: the class view needs matplotlib and copydetect ({exc.name} is missing): "
+              "pip install 'attention-kit[report]'", file=sys.stderr)
+        return 2
+    took = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+    print(f"class view: {for_terminal(path)}; numbers: {for_terminal(Path(out_dir) / 'class.json')} ({took})")
     return 0

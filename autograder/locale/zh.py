@@ -6,5 +6,6 @@ from .zh_core import MESSAGES as _CORE
 from .zh_rules import MESSAGES as _RULES
 from .zh_gradients import MESSAGES as _GRADIENTS
 from .zh_wall import MESSAGES as _WALL
+from .zh_class import MESSAGES as _CLASS
 
-MESSAGES = {**_CORE, **_RULES, **_GRADIENTS, **_WALL}
+MESSAGES = {**_CORE, **_RULES, **_GRADIENTS, **_WALL, **_CLASS}
