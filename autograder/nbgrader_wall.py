@@ -56,6 +56,47 @@ DATA_FILE_BYTES = 64 << 20         # files beside the notebook copied into the k
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+# ------------------------------------------------------------------ the student's originals
+def submitted_original(preprocessor, resources):
+    """The student's folder under submitted/ as nbgrader found it, or None when unknown.
+
+    nbgrader copies submitted/<student>/<assignment>/ into autograded/ with shutil.copytree,
+    which copies what a link points to: a notebook that is a link to the course's master, or a
+    "data file" that is a link to solutions/, arrives there as a regular file holding the course's
+    content. So the kit looks at the originals, with lstat, and takes nothing that is not a
+    regular file in a real folder (submitted_files)."""
+    coursedir, owner = None, getattr(preprocessor, "parent", None)
+    while owner is not None and coursedir is None:       # the exporter, then nbgrader's converter
+        coursedir, owner = getattr(owner, "coursedir", None), getattr(owner, "parent", None)
+    info = resources.get("nbgrader") or {}
+    if coursedir is None or "student" not in info or "assignment" not in info:
+        return None
+    return coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
+
+
+def refused_original(folder, name):
+    """Why the submitted notebook `name` (or a folder above it) cannot be taken as the student's
+    own file, in the student's words; None when it is a regular file in real folders."""
+    import stat
+    from . import submitted_files
+    if folder is None:
+        return None
+    path = os.path.join(folder, name)
+    parts = [os.path.dirname(os.path.dirname(folder)), os.path.dirname(folder), folder]
+    for part in parts[1:]:
+        try:
+            mode = os.lstat(part).st_mode
+        except OSError:
+            return None
+        if not stat.S_ISDIR(mode):
+            return submitted_files.refusal(os.path.basename(part), mode)
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else submitted_files.refusal(name, mode)
+
+
 # ------------------------------------------------------------------ the hidden-test cells
 def hidden_stem(cell):
     """The step a hidden-test cell grades, when the cell is the kit's: an nbgrader grade cell (not
@@ -95,6 +136,10 @@ class TrustedGrades(NbGraderPreprocessor):
         from . import notebook        # the grader (pytest, the suites): only when there is something to grade
         name = resources["nbgrader"]["notebook"]
         folder = (resources.get("metadata") or {}).get("path") or "."
+        original = submitted_original(self, resources)
+        refused = refused_original(original, f"{name}.ipynb")
+        if original is not None and os.path.isdir(original):
+            folder = original            # other steps' files: the student's own, read as data
         language_folder = self._course_root() or os.path.dirname(os.path.abspath(folder))
         submitted = copy.deepcopy((resources.get(RESOURCE_KEY) or {}).get("as_submitted") or nb)
         for cell in submitted.cells:
@@ -103,7 +148,12 @@ class TrustedGrades(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory(prefix="attention-kit-trusted-") as tmp:
             nbformat.write(submitted, os.path.join(tmp, f"{name}.ipynb"))
             for cell, stem in cells:
-                # this notebook: as submitted; another step's file: nbgrader's copy beside it
+                if refused is not None:          # a link to the course's master, a FIFO...: nothing to grade
+                    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=refused + "\n"),
+                                    nbformat.v4.new_output("execute_result", data={"text/plain": "0.0"},
+                                                           execution_count=cell.get("execution_count"))]
+                    continue
+                # this notebook: as submitted; another step's file: the student's own beside it
                 points, text, diagnostics = notebook.step_outcome(stem, tmp if stem == name else folder,
                                                                   language_folder=language_folder)
                 if diagnostics:
@@ -136,6 +186,17 @@ class WalledExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         resources = resources if resources is not None else {}
         resources.setdefault(RESOURCE_KEY, {})["as_submitted"] = copy.deepcopy(nb)
+        self._original = submitted_original(self, resources)
+        refused = refused_original(self._original, f"{resources.get('nbgrader', {}).get('notebook')}.ipynb")
+        if refused:
+            # a link (to the master notebook, say): what nbgrader copied is the course's, not the
+            # student's. Its code never runs, its solution cells are blanked (the autograded copy
+            # becomes the student's feedback), and TrustedGrades gives 0 with the reason.
+            self.log.warning("attention-kit: %s", refused)
+            for cell in nb.cells:
+                if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                    cell.source, cell.outputs = f"# {refused}", []
+            return nb, resources
         step = _notebook_step(nb)
         self._framework = step.framework if step else ""
         tagged = []
@@ -170,6 +231,7 @@ class WalledExecute(Execute):
         km = super().create_kernel_manager()
         if isinstance(km, WalledKernelManager):
             km.framework = getattr(self, "_framework", "")
+            km.data_folder = getattr(self, "_original", None)    # the data files: the student's originals
         return km
 
 
@@ -292,8 +354,12 @@ class WalledKernelManager(AsyncKernelManager):
                              "can read. The scores stay the kit's own.")
         self._scratch = tempfile.mkdtemp(prefix="attention-kit-kernel-")
         self._sockets = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-")
-        if notebook_dir:
-            copy_beside_files(notebook_dir, self._scratch, limits.file_bytes)
+        # data files from the student's own folder under submitted/ (regular files only), not from
+        # nbgrader's copy, whose links were followed
+        data_folder = getattr(self, "data_folder", None)
+        source = data_folder if data_folder and os.path.isdir(data_folder) else notebook_dir
+        if source:
+            copy_beside_files(source, self._scratch, limits.file_bytes)
         pid_ns = not (self.framework != "numpy" and isolation.gpu_present())
         visible = isolation.make_plan("process", self._scratch, limits, shared=[self._sockets]).visible
         cover = paths_to_cover([p for p in (self._course_root(), notebook_dir) if p], visible)

@@ -38,6 +38,14 @@ DAEMON = "akw-daemon-7b2f"
 REFERENCE_HEADER = "Reference for step 4, generated from"
 
 
+LINK_READER = textwrap.dedent("""\
+    try:
+        print("READ", open("leak.txt").read())
+    except OSError as e:
+        print("cannot read leak.txt", type(e).__name__)
+    """)
+
+
 def reader_cell(course):
     """Eve's cell: what she tries to read, by absolute path and relative to the kernel's folder
     (nbgrader's kernel used to run in autograded/eve/self_attention/)."""
@@ -168,6 +176,16 @@ def course(tmp_path_factory):
         folder.mkdir(parents=True)
         for stem, nb in notebooks.items():
             nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+    # lenny hands in a link to the course's master notebook (a folder copied with its links, a
+    # cloned repository); dan a notebook whose data file is a link to the kit's reference
+    lenny = course / "submitted" / "lenny" / ASSIGNMENT
+    lenny.mkdir(parents=True)
+    os.symlink(course / "source" / ASSIGNMENT / "04_softmax.ipynb", lenny / "04_softmax.ipynb")
+    dan = course / "submitted" / "dan" / ASSIGNMENT
+    dan.mkdir(parents=True)
+    nbformat.write(with_cell(student_notebook(course, "04_softmax"), LINK_READER, "step04_softmax"),
+                   str(dan / "04_softmax.ipynb"))
+    os.symlink(ROOT / "solutions" / "step04_softmax.py", dan / "leak.txt")
     # alice first, so that her autograded copy exists when the others look for it
     run_nbgrader(course, tmpdir, "autograde", ASSIGNMENT, "--student=alice")
     run_nbgrader(course, tmpdir, "autograde", ASSIGNMENT)
@@ -365,3 +383,26 @@ def test_paths_to_cover_never_hide_the_python_the_kernel_needs(tmp_path):
     assert paths_to_cover([str(course)], [usr, venv]) == sorted(
         str(course / n) for n in ("gradebook.db", "solutions", "source"))
     assert paths_to_cover([str(course)], [venv]) == []       # the course is not in the view at all
+
+
+@needs_wall
+def test_a_notebook_that_is_a_link_to_the_master_scores_zero_and_shows_no_solution(course):
+    """nbgrader copies submitted/ into autograded/ following links: the kit looks at the original."""
+    recorded = nbgrader_scores(course["db"])
+    assert recorded["lenny"]["04_softmax"] == 0
+    nb = autograded(course, "lenny", "04_softmax")
+    assert "04_softmax.ipynb is a symbolic link" in outputs_text(nb)
+    master = nbformat.read(str(course["dir"] / "source" / ASSIGNMENT / "04_softmax.ipynb"), as_version=4)
+    solution = next(c.source for c in master.cells if c.metadata.get("nbgrader", {}).get("solution")
+                    and "def softmax" in c.source)
+    body = solution.split("### BEGIN SOLUTION")[-1].split("### END SOLUTION")[0].strip()
+    assert body and body not in json.dumps(nb) and body not in feedback_text(course, "lenny", "04_softmax")
+
+
+@needs_wall
+def test_a_data_file_that_is_a_link_is_not_given_to_the_kernel(course):
+    recorded = nbgrader_scores(course["db"])
+    assert recorded["dan"]["04_softmax"] == 10
+    text = outputs_text(autograded(course, "dan", "04_softmax"))
+    assert "cannot read leak.txt FileNotFoundError" in text and REFERENCE_HEADER not in text
+    assert REFERENCE_HEADER not in feedback_text(course, "dan", "04_softmax")
