@@ -76,6 +76,7 @@ class Plan:
     shared: list = field(default_factory=list)     # host folders bound read-write at the same path (e.g. a kernel's sockets)
     disk_bytes: int = 128 << 20            # the scratch tmpfs (with /tmp and /dev/shm): all the child may write
     cgroup: str = None                     # its memory cgroup's folder, when the machine gives one
+    cuda: bool = False                     # a torch child on a GPU machine (no PID namespace, no RLIMIT_AS)
 
     @property
     def root(self):
@@ -104,6 +105,9 @@ def memory_limit_kind(plan):
     if plan.cgroup:
         return {"kind": "memory cgroup", "counts": "all its processes' memory, shared mappings and tmpfs pages included",
                 "limit_bytes": plan.memory_bytes}
+    if plan.cuda:
+        return {"kind": "RLIMIT_DATA only (no memory cgroup on this machine; CUDA reserves more address space "
+                        "than RLIMIT_AS could allow)", "per_process_bytes": plan.memory_bytes}
     return {"kind": "per-process address space (RLIMIT_AS; no memory cgroup on this machine)",
             "per_process_bytes": plan.memory_bytes + LIBRARY_ADDRESS_SPACE,
             "total_bound_bytes": (plan.memory_bytes + LIBRARY_ADDRESS_SPACE) * plan.max_processes}
@@ -213,7 +217,7 @@ def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True
         nproc += _count_processes(os.getuid())
     uid = (uid or next_uid()) if mode == "uid" else None
     plan = Plan(mode, scratch, limits.memory_bytes, limits.cpu_seconds, nproc, limits.file_bytes,
-                uid=uid, pid_namespace=pid_namespace and mode != "process",
+                uid=uid, pid_namespace=pid_namespace and mode != "process", cuda=not pid_namespace,
                 visible=visible + [scratch] + shared,
                 hide=[p for p in kit_paths(tuple(visible)) + [os.path.realpath(p) for p in hide_extra]
                       if not any(p == s or p.startswith(s + "/") for s in [scratch] + shared)],
@@ -448,7 +452,7 @@ def apply(plan):
     if plan.cgroup:
         with open(os.path.join(plan.cgroup, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    else:      # no cgroup: bound each process's address space, shared mappings included
+    elif not plan.cuda:      # no cgroup: bound each process's address space, shared mappings included
         limit = plan.memory_bytes + LIBRARY_ADDRESS_SPACE
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if plan.mode != "process":
