@@ -322,11 +322,13 @@ th button::after { content: " \\2195"; color: #999; }
 # the page's one script: sorts the students' table by the column clicked (no student text in it)
 SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
-  table.querySelectorAll("th button").forEach(function (button, col) {
+  var buttons = table.querySelectorAll("th button");
+  buttons.forEach(function (button, col) {
     button.addEventListener("click", function () {
       var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-      var up = button.getAttribute("data-dir") !== "up";
       var numeric = button.hasAttribute("data-numeric");
+      var dir = button.getAttribute("data-dir") || (numeric ? "up" : "down");
+      var up = dir !== "up";
       rows.sort(function (a, b) {
         var x = a.cells[col].getAttribute("data-v"), y = b.cells[col].getAttribute("data-v");
         var c = numeric ? parseFloat(x) - parseFloat(y) : x.localeCompare(y);
@@ -335,6 +337,10 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
       button.setAttribute("data-dir", up ? "up" : "down");
       rows.forEach(function (r) { body.appendChild(r); });
     });
+  });
+  var wanted = /^#sort=([\\w.-]+)$/.exec(window.location.hash);
+  buttons.forEach(function (button) {
+    if (wanted && button.getAttribute("data-key") === wanted[1]) { button.click(); }
   });
 });
 """
@@ -445,9 +451,10 @@ def _checks_table(data):
 
 
 def _students_table(data, report_dir, out_dir):
-    head = [(_("student"), False)] + [(str(s.number), True) for s in STEPS] + [(_("total"), True), (_("error"), False)]
-    cells = "".join(f'<th{" class=n" if num else ""}><button type="button"{" data-numeric" if num else ""}>'
-                    f'{_e(label)}</button></th>' for label, num in head)
+    head = ([("student", _("student"), False)] + [(s.stem, str(s.number), True) for s in STEPS]
+            + [("total", _("total"), True), ("error", _("error"), False)])
+    cells = "".join(f'<th{" class=n" if num else ""}><button type="button" data-key="{key}"'
+                    f'{" data-numeric" if num else ""}>{_e(label)}</button></th>' for key, label, num in head)
     rows = []
     for s in data["students"]:
         href = _feedback_href(report_dir, out_dir, s["results"])
@@ -467,7 +474,7 @@ def _not_graded(data):
     if not rows:
         return f'<p>{_e(_("Every submission was graded."))}</p>'
     body = "".join(f'<tr><td>{_e(s["student"])}</td><td>{_e(s["error"])}</td></tr>' for s in rows)
-    return (f'<table id="not-graded"><thead><tr><th>{_e(_("submission"))}</th><th>{_e(_("reason"))}</th></tr></thead>'
+    return (f'<table id="not-graded-table"><thead><tr><th>{_e(_("submission"))}</th><th>{_e(_("reason"))}</th></tr></thead>'
             f'<tbody>{body}</tbody></table>')
 
 
@@ -485,9 +492,9 @@ def _side(code, slices):
 
 
 def _threshold_text(v):
-    if v["eligible"] < similarity.MIN_CLASS:
+    if v.get("eligible", similarity.MIN_CLASS) < similarity.MIN_CLASS:
         return _("too few to compare")
-    if v["threshold"] > 1:
+    if v["threshold"] is None:
         return _("none: most of the class writes alike here")
     return _pct(v["threshold"])
 
@@ -509,7 +516,7 @@ def _similarity_section(sim, codes):
     rows = "".join(f'<tr><td>{contract.STEP_BY_STEM[stem].number}</td><td class="n">{v["eligible"]} / {v["n"]}</td>'
                    f'<td class="n">{_e(_threshold_text(v))}</td><td class="n">{v["flagged_pairs"]}</td></tr>'
                    for stem, v in sim["steps"].items())
-    rows += (f'<tr><td>{_e(_("overall"))}</td><td></td><td class="n">{_pct(sim["overall_threshold"])}</td>'
+    rows += (f'<tr><td>{_e(_("overall"))}</td><td></td><td class="n">{_e(_threshold_text({"threshold": sim["overall_threshold"]}))}</td>'
              f'<td class="n">{sum(1 for p in sim["pairs"] if p["flagged_overall"])}</td></tr>')
     table = f'<table id="similarity-steps"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
     if not sim["pairs"]:

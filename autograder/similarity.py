@@ -40,6 +40,8 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from . import contract
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
@@ -49,15 +51,16 @@ MAX_CODE_CHARS = 100_000         # a step's own code kept (a notebook's outputs 
 
 K = 25                # copydetect's noise threshold: the shortest match counted, in filtered characters
 MIN_OWN = 40          # distinctive k-grams (in at most common_cap students) needed to be compared at a step
-MIN_OVERLAP = 40      # distinctive k-grams a flagged pair must share (at a step, or overall)
+MIN_OVERLAP = 40      # distinctive k-grams a pair flagged at a step must share there
+MIN_OVERALL = 120     # ... and a pair flagged overall, over all steps
 COMMON_MIN = 5        # a k-gram in more than max(COMMON_MIN, COMMON_SHARE * n) students is the class's own
-COMMON_SHARE = 0.02
+COMMON_SHARE = 0.05
 FLOOR = 0.6           # the threshold is never below this
-MAD_FACTOR = 4        # ... and is the class's median nearest-neighbour similarity + this many robust SDs
+MAD_FACTOR = 5        # ... and is the class's median nearest-neighbour similarity + this many robust SDs
 SCREEN = 0.2          # candidates sharing less than this share of their distinctive k-grams are not scored
-OVERALL_SHOWN = 0.6   # pairs this alike at a step get their matching lines computed (to be shown)
 MIN_CLASS = 8         # fewer students than this compared at a step: no threshold can be told there
-PARALLEL_CHARS = 400_000   # a class with more code than this is analysed in parallel processes
+PARALLEL_CHARS = 400_000   # a class with more code than this is fingerprinted in parallel processes
+CHUNK = 100           # codes fingerprinted per task
 STEP_STEMS = [s.stem for s in contract.STEPS]
 
 
@@ -171,60 +174,86 @@ def blocks(code):
     return [(a, min(b, len(code))) for a, b in zip(cuts, cuts[1:]) if a < b]
 
 
-def _fingerprint(code, boilerplate=()):
-    """copydetect's fingerprint of `code` with its top-level blocks in a canonical order (sorted by
-    their filtered text), so that reordering functions changes nothing. The CodeFingerprint gets
-    `block_map` [(canonical start, original start, length)] to map copydetect's slices back."""
+def _fingerprint(code):
+    """copydetect's fingerprint (CodeFingerprint, k = K, window 1) of `code` with its top-level
+    blocks in a canonical order (sorted by their filtered text), so that reordering functions
+    changes nothing. copydetect's filter_code tokenizes once; `origin[i]` is the position in the
+    student's code of the canonical filtered character i (to show the matching lines)."""
     import numpy as np
     from copydetect import CodeFingerprint
     from copydetect.utils import filter_code
+    filtered, offsets = filter_code(code, "student.py", "python")
+    idx = np.arange(len(filtered))
+    if len(offsets):          # copydetect's own map from a filtered position to the raw code
+        raw_of = idx + offsets[:, 1][np.clip(np.searchsorted(offsets[:, 0], idx), 0, len(offsets) - 1)]
+    else:
+        raw_of = idx
     parts = []
     for a, b in blocks(code):
-        filtered, offsets = filter_code(code[a:b], "student.py", "python")
-        parts.append((filtered, a, b, offsets))
-    parts.sort(key=lambda p: (p[0], p[1]))
-    raw, filtered, rows, block_map = [], [], [], []
-    raw_len = filtered_len = 0
-    for text, a, b, offsets in parts:
-        block_map.append((raw_len, a, b - a))
-        for i, off in (offsets if len(offsets) else [(0, 0)]):
-            rows.append((filtered_len + int(i), int(off) + raw_len - filtered_len))
-        raw.append(code[a:b])
-        filtered.append(text)
-        raw_len += b - a
-        filtered_len += len(text)
-    fp = CodeFingerprint("student.py", K, 1, boilerplate=np.asarray(sorted(boilerplate), dtype=np.int64),
-                         filter=False, fp=io.StringIO("".join(filtered)))
-    fp.raw_code = "".join(raw)
-    fp.offsets = np.asarray(sorted(set(rows)), dtype=np.int64).reshape(-1, 2)
-    fp.block_map = block_map
+        lo, hi = np.searchsorted(raw_of, a), np.searchsorted(raw_of, b)
+        if hi > lo:
+            parts.append((filtered[lo:hi], int(lo), int(hi)))
+    parts.sort()
+    fp = CodeFingerprint("student.py", K, 1, filter=False, fp=io.StringIO("".join(p[0] for p in parts)))
+    fp.raw_code = code
+    fp.origin = np.concatenate([raw_of[lo:hi] for _t, lo, hi in parts]) if parts else np.zeros(0, np.int64)
     return fp
 
 
 def _original(fp, ranges):
-    """Character ranges in the canonical code (copydetect's slices) -> ranges in the student's code."""
+    """Ranges in the canonical filtered code (copydetect's slices) -> ranges in the student's code."""
     out = []
     for s, e in ranges:
-        for canon, orig, length in fp.block_map:
-            lo, hi = max(s, canon), min(e, canon + length)
-            if lo < hi:
-                out.append([orig + lo - canon, orig + hi - canon])
+        s, e = max(0, s), min(len(fp.origin), e)
+        if s < e:
+            chunk = np.sort(fp.origin[s:e])
+            breaks = np.flatnonzero(np.diff(chunk) > 40)       # a jump: another block of the code
+            for lo, hi in zip(np.r_[0, breaks + 1], np.r_[breaks, len(chunk) - 1]):
+                out.append([int(chunk[lo]), int(chunk[hi]) + 1])
     return sorted(out)
+
+
+def _hash_array(code, stem):
+    """The sorted k-gram hashes of `code` (copydetect's), without the stub's (boilerplate)."""
+    fp = _fingerprint(code)
+    hashes = np.fromiter(fp.hashes, dtype=np.int64, count=len(fp.hashes))
+    return np.setdiff1d(hashes, boilerplate(stem), assume_unique=True)
 
 
 _boilerplate = {}
 
 
 def boilerplate(stem):
-    """The k-gram hashes of the released stub notebook's code for `stem` (every code cell)."""
+    """The k-gram hashes (a sorted array) of the released stub notebook's code for `stem`, every cell."""
     if stem not in _boilerplate:
         try:
             nb = json.loads((STUBS / f"{stem}.ipynb").read_text(encoding="utf-8"))
             code = "\n\n".join(_cell_source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code")
         except (OSError, ValueError):
             code = ""
-        _boilerplate[stem] = set(_fingerprint(code).hashes) if code.strip() else set()
+        found = _fingerprint(code).hashes if code.strip() else set()
+        _boilerplate[stem] = np.unique(np.fromiter(found, dtype=np.int64, count=len(found)))
     return _boilerplate[stem]
+
+
+def _hash_task(args):
+    """Worker: the hashes of some codes of one step: [(key, hashes)]."""
+    stem, items = args
+    return stem, [(key, _hash_array(code, stem)) for key, code in items]
+
+
+def _slices_task(args):
+    """Worker: the matching distinctive lines of some pairs of one step: [(ranges a, ranges b)]."""
+    stem, common, pairs = args
+    common = set(common.tolist())
+    out = []
+    for code_a, code_b in pairs:
+        from copydetect import compare_files
+        fa, fb = _fingerprint(code_a), _fingerprint(code_b)
+        drop = common | set(boilerplate(stem).tolist())
+        _o, _sims, slices = compare_files(_without(fa, drop), _without(fb, drop))
+        out.append((_original(fa, _ranges(slices[0])), _original(fb, _ranges(slices[1]))))
+    return out
 
 
 def common_cap(n):
@@ -244,150 +273,206 @@ def _without(fp, drop):
     return out
 
 
-def threshold(nearest):
-    """The flagging threshold for one step (or overall) from the class's nearest-neighbour
-    similarities: their median plus MAD_FACTOR robust standard deviations (1.4826 MAD), never
-    below FLOOR. Above 1 nothing is flagged: where most of the class writes alike, alike is no
-    sign of copying."""
-    if not nearest:
-        return 1.0
-    med = statistics.median(nearest)
-    mad = statistics.median(abs(v - med) for v in nearest)
-    return max(FLOOR, med + MAD_FACTOR * 1.4826 * mad)
-
-
-def _key(code):
-    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).digest()
-
-
-def analyse_step(stem, codes):
-    """One step: `codes` {student: code}. Returns a plain dict (it crosses a process boundary):
-    n, eligible, common_cap, threshold, weight {student: distinctive weight}, and the pairs
-    compared: (a, b, similarity, shared weight, shared distinctive k-grams, slices_a, slices_b)."""
-    from copydetect import compare_files
-    bp = boilerplate(stem)
-    by_text, fps = {}, {}
-    for student, code in codes.items():
-        if not code.strip():
-            continue
-        key = _key(code)
-        if key not in by_text:
-            by_text[key] = _fingerprint(code, bp)
-        fps[student] = by_text[key]
-    n = len(fps)
-    cap = common_cap(n)
-    df = Counter(h for fp in fps.values() for h in fp.hashes)
-    # a k-gram's weight: its rarity in the class (log n/df: 0 when everybody has it)
-    weight = {h: math.log(n / c) for h, c in df.items()}
-    mass = {s: sum(weight[h] for h in fp.hashes) for s, fp in fps.items()}
-    rare = {s: {h for h in fp.hashes if df[h] <= cap} for s, fp in fps.items()}
-    eligible = sorted(s for s in fps if len(rare[s]) >= MIN_OWN)
-    index = {}
-    for i, s in enumerate(eligible):
-        for h in rare[s]:
-            index.setdefault(h, []).append(i)
-    shared = Counter()
-    for members in index.values():
-        if len(members) > 1:
-            for x in range(len(members)):
-                a = members[x]
-                for b in members[x + 1:]:
-                    shared[a, b] += 1
-    pairs = []
-    for (a, b), count in shared.items():
-        sa, sb = eligible[a], eligible[b]
-        if count < SCREEN * min(len(rare[sa]), len(rare[sb])):
-            continue
-        common_w = sum(weight[h] for h in fps[sa].hashes & fps[sb].hashes)
-        sim = common_w / min(mass[sa], mass[sb]) if min(mass[sa], mass[sb]) > 0 else 0.0
-        pairs.append([sa, sb, round(sim, 4), round(common_w, 3), count, None, None])
-    nearest = dict.fromkeys(eligible, 0.0)
-    for p in pairs:
-        nearest[p[0]] = max(nearest[p[0]], p[2])
-        nearest[p[1]] = max(nearest[p[1]], p[2])
-    limit = threshold(list(nearest.values()))
-    common = {h for h, c in df.items() if c > cap}
-    for p in pairs:          # the matching lines (distinctive code only) of the pairs that may be shown
-        if p[2] >= min(limit, OVERALL_SHOWN):
-            _o, _sims, slices = compare_files(_without(fps[p[0]], common), _without(fps[p[1]], common))
-            p[5] = _original(fps[p[0]], _ranges(slices[0]))
-            p[6] = _original(fps[p[1]], _ranges(slices[1]))
-    return {"stem": stem, "n": n, "eligible": len(eligible), "common_cap": cap, "common_kgrams": len(common),
-            "threshold": limit, "mass": mass, "eligible_students": eligible, "pairs": pairs}
-
-
 def _ranges(sl):
     """copydetect's 2 x N array of slice starts and ends -> [[start, end], ...]."""
     return [[int(a), int(b)] for a, b in zip(sl[0], sl[1])] if len(sl) == 2 else []
 
 
-def _analyse(args):
-    return analyse_step(*args)
+def threshold(nearest):
+    """The flagging threshold for one step (or overall) from the class's nearest-neighbour
+    similarities: their median plus MAD_FACTOR robust standard deviations (1.4826 MAD), never
+    below FLOOR; None (nothing flagged) when that reaches 1: where most of the class writes
+    alike, alike is no sign of copying."""
+    if not nearest:
+        return None
+    med = statistics.median(nearest)
+    mad = statistics.median(abs(v - med) for v in nearest)
+    limit = max(FLOOR, med + MAD_FACTOR * 1.4826 * mad)
+    return limit if limit < 1 else None
+
+
+def _spread(values):
+    """(median, MAD) of the nearest-neighbour similarities, for the record."""
+    if not values:
+        return None, None
+    med = statistics.median(values)
+    return round(med, 4), round(statistics.median(abs(v - med) for v in values), 4)
+
+
+def _pairs_sharing(groups, n_students):
+    """Pairs of students and how many of the given k-grams they share: `groups` is a list of
+    arrays, the students (indices) who have each k-gram. Vectorised by group size."""
+    by_size = {}
+    for g in groups:
+        if len(g) > 1:
+            by_size.setdefault(len(g), []).append(g)
+    codes = []
+    for size, gs in by_size.items():
+        m = np.sort(np.stack(gs), axis=1)
+        a, b = np.triu_indices(size, 1)
+        codes.append((m[:, a].astype(np.int64) * n_students + m[:, b]).ravel())
+    if not codes:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.unique(np.concatenate(codes), return_counts=True)
+
+
+def score_step(stem, student_keys, hashes):
+    """One step's scores: `student_keys` {student: code key}, `hashes` {code key: sorted array}.
+    Each k-gram weighs its rarity in the class, log(n / df) (0 when everybody has it); a pair's
+    similarity is the weight of the k-grams both have over the smaller of their two weights."""
+    students = sorted(student_keys)
+    n = len(students)
+    cap = common_cap(n)
+    arrays = [hashes[student_keys[s]] for s in students]
+    if not n:
+        return {"stem": stem, "n": 0, "eligible": 0, "common_cap": cap, "common_kgrams": 0, "threshold": None,
+                "mass": {}, "eligible_students": [], "pairs": [], "common": np.zeros(0, np.int64)}
+    allh = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
+    owner = np.repeat(np.arange(n), [len(a) for a in arrays])
+    uniq, inverse, df = np.unique(allh, return_inverse=True, return_counts=True)
+    weight = np.log(n / df)
+    ids = np.split(inverse, np.cumsum([len(a) for a in arrays])[:-1])
+    mass = np.array([weight[i].sum() for i in ids])
+    rare_count = np.bincount(owner[df[inverse] <= cap], minlength=n)
+    eligible = rare_count >= MIN_OWN
+    # the students who have each distinctive k-gram (df between 2 and the cap), eligible ones only
+    keep = (df[inverse] <= cap) & (df[inverse] > 1) & eligible[owner]
+    order = np.argsort(inverse[keep], kind="stable")
+    inv_k, own_k = inverse[keep][order], owner[keep][order]
+    cuts = np.flatnonzero(np.diff(inv_k)) + 1
+    pair_codes, counts = _pairs_sharing(np.split(own_k, cuts) if len(own_k) else [], n)
+    pairs = []
+    for code, count in zip(pair_codes.tolist(), counts.tolist()):
+        a, b = divmod(code, n)
+        if count < SCREEN * min(rare_count[a], rare_count[b]):
+            continue
+        both = np.intersect1d(ids[a], ids[b], assume_unique=True)
+        shared = float(weight[both].sum())
+        low = min(mass[a], mass[b])
+        sim = float(min(1.0, shared / low)) if low > 0 else 0.0
+        pairs.append([students[a], students[b], round(sim, 4), round(shared, 3), int(count)])
+    names = [students[i] for i in np.flatnonzero(eligible)]
+    nearest = dict.fromkeys(names, 0.0)
+    for p in pairs:
+        nearest[p[0]] = max(nearest[p[0]], p[2])
+        nearest[p[1]] = max(nearest[p[1]], p[2])
+    limit = threshold(list(nearest.values())) if len(names) >= MIN_CLASS else None
+    spread = _spread(list(nearest.values()))
+    return {"stem": stem, "n": n, "eligible": len(names), "common_cap": cap, "common_kgrams": int((df > cap).sum()),
+            "threshold": limit, "median": spread[0], "mad": spread[1], "mass": {s: float(m) for s, m in zip(students, mass)}, "eligible_students": names,
+            "pairs": pairs, "common": uniq[df > cap]}
+
+
+class _Runner:
+    """Runs worker tasks here, or in spawned processes that share one string-hash seed (copydetect
+    hashes k-grams with Python's hash(), which differs between processes unless the seed is fixed)."""
+
+    def __init__(self, jobs):
+        self.pool = None
+        if jobs > 1:
+            import concurrent.futures
+            import multiprocessing
+            self.before = os.environ.get("PYTHONHASHSEED")
+            os.environ["PYTHONHASHSEED"] = "1"
+            self.pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+
+    def map(self, fn, tasks):
+        return list(self.pool.map(fn, tasks)) if self.pool else [fn(t) for t in tasks]
+
+    def close(self):
+        if self.pool:
+            self.pool.shutdown()
+            if self.before is None:
+                os.environ.pop("PYTHONHASHSEED", None)
+            else:
+                os.environ["PYTHONHASHSEED"] = self.before
 
 
 def analyse(codes_by_student, jobs=None):
     """Similarity of a class. `codes_by_student` {student id: {stem: code}} (ids: the results
     folders). Returns {"steps": {stem: summary}, "overall_threshold", "pairs": [flagged pairs, most
     alike first], "parameters"}; a flagged pair is {"a", "b", "overall", "flagged_overall",
-    "flagged_steps", "steps": {stem: {"similarity", "shared", "flagged", "slices_a", "slices_b"}}}."""
-    per_step = {stem: {s: c[stem] for s, c in codes_by_student.items() if c.get(stem, "").strip()}
-                for stem in STEP_STEMS}
-    tasks = [(stem, codes) for stem, codes in per_step.items() if codes]
-    size = sum(len(c) for _stem, codes in tasks for c in codes.values())
-    jobs = jobs or min(len(tasks), os.cpu_count() or 1)
-    if jobs > 1 and size > PARALLEL_CHARS:        # a large class: the steps in parallel processes
-        import concurrent.futures
-        import multiprocessing
-        tasks.sort(key=lambda t: -sum(len(c) for c in t[1].values()))
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-            results = list(pool.map(_analyse, tasks))
-    else:
-        results = [analyse_step(*t) for t in tasks]
-    return combine({r["stem"]: r for r in results})
+    "flagged_steps", "steps": {stem: {"similarity", "shared", "shared_kgrams", "flagged", "slices_a",
+    "slices_b"}}} (slices: character ranges of the matching distinctive code in each one's code)."""
+    keys, texts = {}, {}
+    for stem in STEP_STEMS:
+        keys[stem] = {}
+        for student, steps in codes_by_student.items():
+            code = steps.get(stem, "")
+            if code.strip():
+                k = hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+                keys[stem][student] = k
+                texts.setdefault(stem, {})[k] = code
+    size = sum(len(c) for per in texts.values() for c in per.values())
+    jobs = jobs or os.cpu_count() or 1
+    runner = _Runner(jobs if size > PARALLEL_CHARS else 1)
+    try:
+        tasks = []
+        for stem, per in texts.items():
+            items = list(per.items())
+            for i in range(0, len(items), CHUNK):
+                tasks.append((stem, items[i:i + CHUNK]))
+        hashes = {stem: {} for stem in STEP_STEMS}
+        for stem, found in runner.map(_hash_task, tasks):
+            hashes[stem].update(found)
+        steps = {stem: score_step(stem, keys[stem], hashes[stem]) for stem in STEP_STEMS if keys[stem]}
+        result = combine(steps)
+        # the matching lines of the pairs shown
+        wanted = [(p, stem) for p in result["pairs"] for stem in p["steps"]]
+        tasks = [(stem, steps[stem]["common"], [(texts[stem][keys[stem][p["a"]]], texts[stem][keys[stem][p["b"]]])])
+                 for p, stem in wanted]
+        for (p, stem), [(sl_a, sl_b)] in zip(wanted, runner.map(_slices_task, tasks)):
+            p["steps"][stem]["slices_a"], p["steps"][stem]["slices_b"] = sl_a, sl_b
+    finally:
+        runner.close()
+    return result
 
 
 def combine(steps):
-    """Per-step analyses -> the pairs flagged at a step or overall (all steps' code together:
-    the shared weight over the smaller of the two students' weights)."""
+    """Per-step scores -> the pairs flagged at a step or overall (all steps' code together: the
+    weight both share over the smaller of the two students' weights, at the steps where both had
+    distinctive code; a pair flagged overall must share MIN_OVERALL distinctive k-grams or more)."""
     pair_steps = {}
     for stem in STEP_STEMS:
         r = steps.get(stem)
         if not r:
             continue
-        for sa, sb, sim, common_w, count, sl_a, sl_b in r["pairs"]:
+        for sa, sb, sim, shared, count in r["pairs"]:
             pair_steps.setdefault((sa, sb), {})[stem] = {
-                "similarity": sim, "shared": common_w, "shared_kgrams": count, "slices_a": sl_a, "slices_b": sl_b,
-                "flagged": sim >= r["threshold"] and count >= MIN_OVERLAP and r["eligible"] >= MIN_CLASS}
-    students = sorted({s for r in steps.values() for s in r["eligible_students"]})
-    totals = {s: sum(r["mass"].get(s, 0.0) for r in steps.values()) for s in students}
+                "similarity": sim, "shared": shared, "shared_kgrams": count,
+                "flagged": r["threshold"] is not None and sim >= r["threshold"] and count >= MIN_OVERLAP}
+    eligible = {stem: set(r["eligible_students"]) for stem, r in steps.items()}
     overall = {}
     for (sa, sb), found in pair_steps.items():
-        both = min(sum(r["mass"][sa] for r in steps.values() if sa in r["mass"] and sb in r["mass"]),
-                   sum(r["mass"][sb] for r in steps.values() if sa in r["mass"] and sb in r["mass"]))
-        overall[sa, sb] = (sum(v["shared"] for v in found.values()) / both if both > 0 else 0.0,
-                           sum(v["shared_kgrams"] for v in found.values()))
-    nearest = dict.fromkeys(totals, 0.0)
-    for (sa, sb), (sim, _count) in overall.items():
+        at = [stem for stem in steps if sa in eligible[stem] and sb in eligible[stem]]
+        low = min(sum(steps[stem]["mass"][sa] for stem in at), sum(steps[stem]["mass"][sb] for stem in at))
+        shared = sum(found[stem]["shared"] for stem in at if stem in found)
+        overall[sa, sb] = (min(1.0, shared / low) if low > 0 else 0.0,
+                           sum(v["shared_kgrams"] for v in found.values()), len(at))
+    students = sorted({s for names in eligible.values() for s in names})
+    nearest = dict.fromkeys(students, 0.0)
+    for (sa, sb), (sim, _count, _steps) in overall.items():
         nearest[sa] = max(nearest[sa], sim)
         nearest[sb] = max(nearest[sb], sim)
-    overall_limit = threshold(list(nearest.values()))
+    overall_limit = threshold(list(nearest.values())) if len(students) >= MIN_CLASS else None
     flagged = []
     for (sa, sb), found in pair_steps.items():
-        sim, count = overall[sa, sb]
+        sim, count, compared = overall[sa, sb]
         flagged_steps = [stem for stem in STEP_STEMS if found.get(stem, {}).get("flagged")]
-        flagged_overall = sim >= overall_limit and count >= MIN_OVERLAP
+        flagged_overall = overall_limit is not None and sim >= overall_limit and count >= MIN_OVERALL
         if flagged_steps or flagged_overall:
-            shown = {stem: v for stem, v in found.items() if v["slices_a"] is not None}
+            shown = flagged_steps or sorted(found, key=lambda st: -found[st]["similarity"])[:2]
             flagged.append({"a": sa, "b": sb, "overall": round(sim, 4), "flagged_overall": flagged_overall,
-                            "flagged_steps": flagged_steps, "steps": shown})
+                            "flagged_steps": flagged_steps,
+                            "steps": {stem: dict(found[stem], slices_a=[], slices_b=[]) for stem in shown}})
     flagged.sort(key=lambda p: (-p["overall"], p["a"], p["b"]))
-    summary = {stem: {k: r[k] for k in ("n", "eligible", "common_cap", "common_kgrams")}
-               | {"threshold": round(r["threshold"], 4),
+    summary = {stem: {k: r[k] for k in ("n", "eligible", "common_cap", "common_kgrams", "median", "mad")}
+               | {"threshold": None if r["threshold"] is None else round(r["threshold"], 4),
                   "flagged_pairs": sum(1 for p in flagged if stem in p["flagged_steps"])}
                for stem, r in steps.items()}
-    return {"steps": summary, "overall_threshold": round(overall_limit, 4), "pairs": flagged,
-            "nearest_overall": {s: round(v, 4) for s, v in nearest.items()},
-            "parameters": {"k": K, "window": 1, "min_own": MIN_OWN, "min_overlap": MIN_OVERLAP,
+    return {"steps": summary, "overall_threshold": None if overall_limit is None else round(overall_limit, 4),
+            "pairs": flagged, "nearest_overall": {s: round(v, 4) for s, v in nearest.items()},
+            "parameters": {"k": K, "window": 1, "min_own": MIN_OWN, "min_overlap": MIN_OVERLAP, "min_overall": MIN_OVERALL,
                            "common_min": COMMON_MIN, "common_share": COMMON_SHARE, "floor": FLOOR,
                            "mad_factor": MAD_FACTOR, "min_class": MIN_CLASS}}
 
