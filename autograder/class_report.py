@@ -43,6 +43,7 @@ STEMS = [s.stem for s in STEPS]
 FEEDBACK_PAGE = "feedback.html"
 MAX_MESSAGE = 600               # characters of a representative message shown
 TOP_CHECKS = 15                 # the most-failed checks listed on the page
+OPEN_PAIRS = 3                  # the most alike pairs are shown open, side by side
 MAX_RESULTS_BYTES = 16 << 20    # a results.json larger than this is not read
 
 
@@ -67,6 +68,10 @@ def load(out_dir, keys=None):
         except (OSError, ValueError) as exc:
             skipped.append((key, str(exc)))
             continue
+        results["tests"] = [t for t in results.get("tests", []) if isinstance(t, dict)]
+        for t in results["tests"]:
+            if not isinstance(t.get("tags"), list):
+                t["tags"] = []
         extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
         batch = extra.get("batch") if isinstance(extra.get("batch"), dict) else {}
         entries.append(SimpleNamespace(key=key, student=str(batch.get("student", key)), results=results,
@@ -536,7 +541,8 @@ def _similarity_section(sim, codes):
             views.append(f'<p>{head}</p>'
                          f'<div class="side"><div><b>{_e(p["student_a"])}</b><pre>{_side(code_a, v["slices_a"])}</pre></div>'
                          f'<div><b>{_e(p["student_b"])}</b><pre>{_side(code_b, v["slices_b"])}</pre></div></div>')
-        pairs.append(f'<details class="pair" data-a="{_e(p["a"])}" data-b="{_e(p["b"])}"><summary>{_e(summary)}</summary>'
+        opened = " open" if len(pairs) < OPEN_PAIRS else ""
+        pairs.append(f'<details class="pair"{opened} data-a="{_e(p["a"])}" data-b="{_e(p["b"])}"><summary>{_e(summary)}</summary>'
                      f'{"".join(views)}</details>')
     return (intro + table + f'<p>{_e(_("Highlighted: the lines of distinctive code found in both."))}</p>'
             + "".join(pairs))

@@ -8,27 +8,30 @@ by side and says so.
   the cells the student writes (nbgrader solution cells, and cells they added), never the visible
   tests, demos, given cells or prose. Files are data: nothing here runs or imports them; they
   come from `batch.read_files` (submitted_files.find for folders, the checked zip reader).
-- **Fingerprints by copydetect** (`copydetect.CodeFingerprint`, `compare_files`): pygments
-  tokenizes the code and replaces every variable, attribute, function and class name by one
-  letter and every string by another, drops comments and whitespace, and hashes every k-gram of
-  what is left (k = `K`, window 1: every k-gram is kept, so the result does not depend on
-  Python's per-process string hashing). Renamed variables, changed comments, docstrings and
-  reordered functions change nothing but the k-grams that straddle a moved boundary.
+- **Fingerprints by copydetect** (`copydetect.utils.filter_code`, `CodeFingerprint`, `compare_files`):
+  pygments tokenizes the code and replaces every variable, attribute, function and class name by
+  one letter and every string by another, drops comments and whitespace, and hashes every k-gram
+  of what is left (k = `K`, window 1: every k-gram is kept, so which k-grams match does not depend
+  on the hash values; worker processes share one string-hash seed, as copydetect uses hash()).
+  The top-level blocks (functions, classes, imports) are fingerprinted in a canonical order (sorted
+  by their filtered text), so renamed variables, changed comments and docstrings, and reordered
+  functions change nothing.
 - **Boilerplate**: the released stub notebook's code (signatures, docstrings, `raise
   NotImplementedError`) is copydetect's boilerplate: never counted.
-- **Calibrated per step against the class**: a k-gram that more than `common_cap(n)` of the
-  step's students share (the forced `return scores / np.sqrt(d_k)` of step 3, the module
-  skeleton of step 7) is the class's common code, not evidence: it is dropped like the
-  boilerplate. What is left is each student's distinctive code; a student with less than
-  `MIN_OWN` characters of it (after filtering) at a step is not compared there ("too little own
-  code"). A pair's similarity at a step is the larger of the two shares of distinctive code the
-  other one also has (copydetect's similarity); it is flagged when it reaches the step's
-  threshold: Tukey's far-out fence over the class's nearest-neighbour similarities (Q3 + 3 IQR),
-  kept within [FLOOR, CEILING], and the matched distinctive code is at least `MIN_OVERLAP`
-  characters. Overall: the same over all steps' code together.
-- **Scale**: pairs are found through an inverted index of the distinctive k-grams (each shared
-  by at most common_cap students, so the work grows with the pairs that share something, not with
-  n^2); copydetect compares only those candidates. Steps are analysed in parallel processes.
+- **Calibrated per step against the class**: each k-gram weighs log(n / df), its rarity among the
+  step's n students (0 when everybody has it), so the class's forced code (the `return scores /
+  np.sqrt(d_k)` of step 3, the module skeleton of step 7) weighs nothing. A pair's similarity is
+  the weight of the k-grams both have over the smaller of their two weights. It is flagged at a
+  step when it reaches the step's threshold: the median of the class's nearest-neighbour
+  similarities plus MAD_FACTOR robust standard deviations (1.4826 MAD), never below FLOOR, and the
+  pair shares MIN_OVERLAP distinctive k-grams (in at most common_cap(n) students). No threshold
+  (nothing flagged) where it would reach 1 (most of the class writes alike there) or fewer than
+  MIN_CLASS students have MIN_OWN distinctive k-grams. Overall: the same over all the steps both
+  had distinctive code at, with MIN_OVERALL shared distinctive k-grams.
+- **Scale**: candidate pairs come from an inverted index of the distinctive k-grams (each shared by
+  at most common_cap students; pairs counted with numpy by group size), so the work grows with
+  the pairs that share something, not with n^2; a large class is fingerprinted in parallel
+  processes (pygments' tokenizing is most of the time).
 """
 import copy
 import hashlib
@@ -37,7 +40,6 @@ import json
 import math
 import os
 import statistics
-from collections import Counter
 from pathlib import Path
 
 import numpy as np

@@ -11,7 +11,6 @@ import html
 import json
 from html.parser import HTMLParser
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -192,7 +191,7 @@ def test_exactly_the_copied_pairs_are_flagged(klass):
         # the side-by-side view: matching lines on both sides of every step shown
         assert all(v["lines_a"] and v["lines_b"] for v in p["steps"].values())
     text = klass["page"].read_text(encoding="utf-8")
-    assert text.count('<details class="pair"') == 2 and 'class="hit"' in text
+    assert text.count("<details class=\"pair\"") == 2 and 'class="hit"' in text
     assert "Similarity is a reason to look, never a verdict" in text
     # the copier renamed and reordered: their code is not the original's text
     plan = {name: copy for name, *_, copy in klass["plan"]}
