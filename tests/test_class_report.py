@@ -356,7 +356,9 @@ def test_the_page_renders_in_headless_chromium(klass, tmp_path, lang):
     dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     text = dom.stdout
-    # parsed: every student's row, both plots with their bars, the heatmap, the pairs
+    # parsed: every student's row with the gradebook's numbers, both plots with their bars, the
+    # heatmap, the pairs
+    assert rows_of(text) == rows_of(page.read_text(encoding="utf-8"))
     assert len(rows_of(text)) == len(klass["plan"]) + 2
     svgs = re.findall(r"<svg.*?</svg>", text, re.S)
     assert len(svgs) == 2 and all(s.count("<path") > 10 for s in svgs)
