@@ -125,11 +125,8 @@ def graded_class(tmp_path_factory):
     root, out, gradebook = tmp / "class", tmp / "out", tmp / "grades.csv"
     expected, problems, hidden = build_class(root)
     proc = run("grade-all", str(root), "--results-dir", str(out), "--csv", str(gradebook), "--jobs", "2", *LIMITS)
-    # the upper-case archives, while batch.read_files() reads only a lower-case .zip as a zip
-    # (test_upper_case_zips_in_the_class_are_graded says so)
-    unread = set() if _read_files_knows_upper_case_zips(tmp) else {n for n, sfx in ZIPPED.items() if sfx != ".zip"}
     return {"root": root, "out": out, "csv": gradebook, "expected": expected, "problems": problems,
-            "hidden": hidden, "stderr": proc.stderr, "stdout": proc.stdout, "tmp": tmp, "unread": unread}
+            "hidden": hidden, "stderr": proc.stderr, "stdout": proc.stdout, "tmp": tmp}
 
 
 def stored(out):
@@ -150,7 +147,7 @@ def test_each_student_has_exactly_their_own_results_file(graded_class):
     everyone = set(graded_class["expected"]) | set(graded_class["problems"])
     assert set(results) == everyone                      # nobody lost, nobody extra, one file each
     wrong = {name: (step_scores(results[name]), want_scores(stems, name))
-             for name, stems in graded_class["expected"].items() if name not in graded_class["unread"]
+             for name, stems in graded_class["expected"].items()
              if step_scores(results[name]) != want_scores(stems, name) or results[name]["extra_data"].get("error")}
     assert not wrong
     for name, words in graded_class["problems"].items():
@@ -170,8 +167,6 @@ def test_the_gradebook_has_one_row_per_student_in_the_right_row(graded_class):
     assert len(by_cell) == len(rows)                     # no two names read alike
     for name in everyone:
         row = by_cell[safe_text.for_csv_cell(name)]
-        if name in graded_class["unread"]:
-            continue
         if name in graded_class["expected"]:
             want = want_scores(graded_class["expected"][name], name)
             assert {s: float(row[s]) for s in NUMPY} == want and not row["error"], name
@@ -249,22 +244,7 @@ def test_archive_suffixes_in_any_case_are_archives(tmp_path):
     assert Path(subs["A"].source).name == "A.ZIP"
 
 
-def _read_files_knows_upper_case_zips(tmp_path):
-    probe = tmp_path / "PROBE.ZIP"
-    zip_steps(probe, ["01_projection"])
-    try:
-        return bool(batch.read_files(str(probe)))
-    except Exception:
-        return False
-
-
-UPPER_CASE_ZIPS_UNREAD = ("batch.read_files() reads only a lower-case '.zip' as a zip (it is being replaced by "
-                          "its owner); discovery finds the archive, reading it must follow")
-
-
 def test_upper_case_zips_in_the_class_are_graded(graded_class):
-    if graded_class["unread"]:
-        pytest.xfail(UPPER_CASE_ZIPS_UNREAD)
     results = stored(graded_class["out"])
     for name in ZIPPED:
         assert step_scores(results[name]) == want_scores(graded_class["expected"][name], name), name
