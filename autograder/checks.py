@@ -65,6 +65,9 @@ class Returned:
     dtype: str               # the dtype it had ("bfloat16" included)
     device: str = None
     requires_grad: bool = False
+    # the caller's arguments (positions, or "x" and parameter names for a module) the call that
+    # returned it changed in place, as the child reported them: every value check fails on it
+    mutated: tuple = ()
 
     @property
     def shape(self):
@@ -174,9 +177,8 @@ class Student:
         """Call the student's function `name` and return what it returned, decoded."""
         what = f"{name}(...)"
         reply = self.session.request(self.call_request(name, *args, **kwargs), what)
-        mutated = reply.get("mutated") or []
-        self.mutated = [str(m)[:100] for m in mutated[:100]] if isinstance(mutated, list) else []
-        return checked(decode, reply.get("value"))
+        self.mutated = _mutated(reply, lambda i: _("argument {n}", n=int(i) + 1) if type(i) is int else str(i))
+        return _with_mutated(checked(decode, reply.get("value")), self.mutated)
 
     def module(self, name, init, params, x, dtype="float64"):
         """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
@@ -188,7 +190,8 @@ class Student:
         if not isinstance(shapes, dict):
             raise BadReply(_("malformed parameter list"))
         value = reply.get("value")
-        return (None if value is None else checked(decode, value)), shapes
+        self.mutated = _mutated(reply, str)
+        return (None if value is None else _with_mutated(checked(decode, value), self.mutated)), shapes
 
     def grad(self, target, cotangents, small):
         """Run the student's code forward and backward in float64 (see gradients.py).
@@ -225,6 +228,70 @@ class Student:
         reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
                                       "count": bool(count), "python_memory": self.framework == "numpy"}, what)
         return checked(complexity.decode_measurement, reply)
+
+
+def _mutated(reply, name):
+    """The names of the inputs the child says the call changed in place (bounded, plain strings)."""
+    mutated = reply.get("mutated") or []
+    if not isinstance(mutated, list):
+        return []
+    return [name(m)[:100] for m in mutated[:100] if type(m) in (int, str)]
+
+
+def _with_mutated(value, mutated):
+    """Mark every array in a decoded value with what its call changed in place."""
+    if mutated:
+        if isinstance(value, Returned):
+            value.mutated = tuple(mutated)
+        elif isinstance(value, Seq):
+            for item in value.items:
+                _with_mutated(item, mutated)
+    return value
+
+
+def inputs_changed(what, names, framework):
+    """The one message for code that changed the caller's arrays, tensors or parameters in place."""
+    if framework == "torch":
+        return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, "
+                 "`x.sub_(...)`, `x[...] = ...` or a write through .data). The caller, and autograd, may still "
+                 "need the original values: compute new tensors instead (x = x / ..., not x /= ...).",
+                 what=what, names=", ".join(names))
+    return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, `x -= ...`, "
+             "`x[...] = ...` or `out=x`). The caller may still need the original values: compute a new array "
+             "instead (x = x - ..., not x -= ...).", what=what, names=", ".join(names))
+
+
+def expect_unchanged(value, what, framework):
+    """The call that returned `value` left the caller's inputs as they were (child-reported `mutated`)."""
+    if isinstance(value, Returned) and value.mutated:
+        raise CheckFailed(inputs_changed(what, value.mutated, framework))
+
+
+def precision_lost(what, downcasts):
+    """The message for float32 (or lower) arithmetic inside a float64 computation; None when there was none."""
+    if not downcasts:
+        return None
+    lower = downcasts[0].rsplit("-> ", 1)[-1]
+    return _("{what}: part of the computation runs in {lower} although everything came in as float64 ({ops}). "
+             "Precision is lost to {lower} inside the computation: the results carry only {lower}'s digits "
+             "(about 7 for float32), where the float64 checks compare at about 15, and finite differences "
+             "(the gradient check) need them. Keep every tensor in the input's dtype: no .float(), "
+             ".to(torch.float32) or dtype=torch.float32 (in torch.softmax too); use x.dtype.",
+             what=what, lower=lower, ops="; ".join(downcasts[:3]))
+
+
+def expect_full_precision(student, request, what):
+    """A float64 run of the student's torch code stays float64 throughout: the child's dispatch mode
+    sees every op (child/meters.py), so each float64 check gets the same verdict, whatever its values'
+    luck. `request`: a call_request / module_request in float64."""
+    text = precision_lost(what, student.measure(request, what, count=False).downcasts)
+    if text:
+        raise CheckFailed(text)
+
+
+def _framework():
+    from .misconceptions import FRAMEWORK
+    return FRAMEWORK.get() or "numpy"
 
 
 # ------------------------------------------------------------------ expectations
@@ -280,16 +347,32 @@ def expect_shape(got, shape, what, variants=None):
     raise CheckFailed(msg + ("\n" + misconceptions.describe(found) if found else ""), found)
 
 
-def expect_dtype(request, got, input_dtype, what, framework):
-    """Floating results keep the input's dtype. NumPy 2 promoting float32 to float64
-    (e.g. `scores / np.sqrt(d_k)`) is accepted with a note."""
+def expect_dtype(request, got, input_dtype, what, framework, numpy_scalar_ok=False):
+    """Floating results keep the input's dtype.
+
+    numpy_scalar_ok: the step whose code divides by a NumPy scalar (step 3: `scores / np.sqrt(d_k)`),
+    where NumPy 2 promoting float32 to float64 is the reason for a float64 result; accepted there
+    with a note. Everywhere else a float64 result for float32 input fails."""
     if got.dtype == str(input_dtype):
         return
-    if framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
-        note(request, _("{what}: float32 input gave a float64 result. Accepted: NumPy 2 promotes float32 "
-                        "when you divide by np.sqrt(...) (a float64 scalar). `x / math.sqrt(d)` keeps float32.",
-                        what=what))
+    if numpy_scalar_ok and framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
+        note(request, _("{what}: float32 input gave a float64 result. Accepted in this step: if your code divides "
+                        "(or multiplies) by a NumPy float64 scalar such as np.sqrt(d_k), NumPy 2 promotes the "
+                        "float32 array to float64. `scores / math.sqrt(d_k)` keeps float32; converting with "
+                        ".astype(float) would be a mistake the other steps do not accept.", what=what))
         return
+    if str(input_dtype) == "float32" and got.dtype == "float64":
+        if framework == "torch":
+            cause = _("a .double(), dtype=torch.float64, or a float64 tensor created without dtype=x.dtype")
+        else:
+            cause = _("an .astype(float) or np.float64(...), dtype=float in a new array, or a NumPy float64 scalar "
+                      "such as np.sqrt(d) in the arithmetic (NumPy 2 promotes float32 with it; math.sqrt keeps "
+                      "float32)")
+        raise CheckFailed(_("{what} has dtype float64; expected float32, the dtype of the input: the dtype was not "
+                            "kept. float32 is chosen to halve the memory and speed up the arithmetic (and GPUs are "
+                            "fastest in it); code that widens it to float64 silently doubles both, and the rest of a "
+                            "float32 model would then have to convert back. Look for {cause}.",
+                            what=what, cause=cause))
     raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
                         "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.",
                         what=what, got=got.dtype, dtype=input_dtype))
@@ -356,9 +439,11 @@ def expect_close(got, expected, what, dtype, level="op", variants=None):
 
     level: "op" or "composed" (see tolerances.py), or an explicit (rtol, atol).
 
+    Values from a call that changed the caller's inputs in place fail, whatever they are.
     On failure the message says how many values match, where the worst one is, and names the
     mistake when a variant (a known mistake applied to the reference) matches instead.
     """
+    expect_unchanged(got, what, _framework())
     if PRECISION.get(got.dtype, 0) < PRECISION.get(str(dtype), 0):
         raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
                             "Lower precision loses digits the check needs: don't cast the result down.",
@@ -401,6 +486,7 @@ def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=(
     mistakes: {id: (out, weights)} from variants; a mistake is named only when it explains both.
     level: as in expect_close (an explicit (rtol, atol) for large scores, see tolerances.py).
     """
+    expect_unchanged(out, what, _framework())      # told once, not for each output
     problems = []
     for got, exp, name in ((weights, expected[1], names[1]), (out, expected[0], names[0])):
         try:

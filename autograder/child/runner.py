@@ -9,7 +9,7 @@ Requests (one JSON message each) and replies:
   {"op": "load", "path", "display"}    -> {"ok", "defined", "cell_errors"}
   {"op": "call", "name", "args", "kwargs"}            -> {"ok", "value", "mutated"} | {"ok": false, "error"}
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
-                                                      -> {"ok", "value", "params"} | {"ok": false, "error"}
+                                                      -> {"ok", "value", "params", "mutated"} | {"ok": false, "error"}
   {"op": "grad", "name", "inputs", ..., "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
   {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
@@ -184,8 +184,14 @@ def module(req, run=_direct, reply_value=True):
     if mod is None:
         return {"ok": True, "value": None, "params": shapes}
     x = _to_value(req["input"])
+    if not reply_value:
+        run(mod, x)
+        return {"ok": True, "value": None, "params": shapes}
+    watched = {"x": x, **dict(mod.named_parameters())}
+    before = {n: _fingerprint(t) for n, t in watched.items()}
     value = run(mod, x)
-    return {"ok": True, "value": wire.encode(value) if reply_value else None, "params": shapes}
+    mutated = [n for n, t in watched.items() if before[n] is not None and _fingerprint(t) != before[n]]
+    return {"ok": True, "value": wire.encode(value), "params": shapes, "mutated": mutated[:100]}
 
 
 def _build_module(req):
