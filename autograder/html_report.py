@@ -210,8 +210,10 @@ def _check_rows(step):
                   else c.output)
         seen.setdefault(c.output, c.number)
         # the diagnosis is shown in its own box below the message, not twice
-        output = output.replace("\n" + misconceptions.describe(c.misconceptions), "") if c.misconceptions else output
-        mistakes = "".join(_mistake_box(m) for m in c.misconceptions if m in misconceptions.CATALOGUE)
+        framework = getattr(contract.step_for_stem(str(c.step)), "framework", None)
+        output = (output.replace("\n" + misconceptions.describe(c.misconceptions, framework), "")
+                  if c.misconceptions else output)
+        mistakes = "".join(_mistake_box(m, framework) for m in c.misconceptions if m in misconceptions.CATALOGUE)
         rows.append(f'<tr class="{_e(c.status)}"><td>{_e(c.number)}</td><td>{_e(c.name)}<br>'
                     f'<span class="note">{_e(c.kind)}</span></td>'
                     f'<td class="score {_e(c.status)}">{c.score:g}/{c.max_score:g}</td>'
@@ -222,11 +224,12 @@ def _check_rows(step):
     return "".join(rows)
 
 
-def _mistake_box(mid):
-    """The named mistake: its id, then diagnosis, explanation and hint in the current language."""
+def _mistake_box(mid, framework=None):
+    """The named mistake: its id, then diagnosis, explanation and hint in the current language (the
+    hint in the names of the step's library)."""
     m = misconceptions.CATALOGUE[mid]
     return (f'<div class="mistake"><b>{_e(mid)}</b>: {_e(translate(m.diagnosis))} {_e(translate(m.why))} '
-            f'<i>{_e(_("Hint: {hint}", hint=translate(m.hint)))}</i></div>')
+            f'<i>{_e(_("Hint: {hint}", hint=translate(m.hint_for(framework))))}</i></div>')
 
 
 def _maps(example):

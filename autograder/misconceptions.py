@@ -8,9 +8,14 @@ and comparing.
 The texts are English msgids marked with `N_()`: they are translated where they are shown
 (`text()`, `describe()`, the feedback page), in the language chosen then.
 """
-from dataclasses import dataclass
+import contextvars
+from dataclasses import dataclass, field
 
 from .i18n import N_, _, translate
+
+# the library the step being graded works with ("numpy" or "torch", contract.Step.framework): its
+# hints are shown. The hidden suites' conftest sets it for every check; None reads as "numpy".
+FRAMEWORK = contextvars.ContextVar("attention_kit_framework", default=None)
 
 
 @dataclass(frozen=True)
@@ -23,12 +28,19 @@ class Misconception:
     steps: tuple
     diagnosis: str
     why: str
-    hint: str
+    hint: str                # in the names of numpy (the numpy steps), and the default
+    # {framework: hint}: the hint in the names of another library (torch: dim, keepdim=True, torch.softmax)
+    hints: dict = field(default_factory=dict, hash=False, compare=False)
 
-    def text(self):
-        """Diagnosis, explanation and hint, in the current language."""
+    def hint_for(self, framework=None):
+        """The hint (an N_() msgid) in the words of `framework` (default: the step being graded)."""
+        framework = framework or FRAMEWORK.get() or "numpy"
+        return self.hints.get(framework, self.hint)
+
+    def text(self, framework=None):
+        """Diagnosis, explanation and hint, in the current language and the step's library."""
         return _("Likely cause: {diagnosis} {why} Hint: {hint}", diagnosis=translate(self.diagnosis),
-                 why=translate(self.why), hint=translate(self.hint))
+                 why=translate(self.why), hint=translate(self.hint_for(framework)))
 
 
 CATALOGUE = {m.id: m for m in (
@@ -59,18 +71,32 @@ CATALOGUE = {m.id: m for m in (
         N_("you normalised over the wrong axis."),
         N_("Each query's weights over the keys must sum to 1, i.e. along the axis you were given "
            "(the last one for attention)."),
-        N_("use the `axis` argument in both the max and the sum, with keepdims=True.")),
+        N_("use the `axis` argument in both the max and the sum, with keepdims=True."),
+        {"torch": N_("normalise over the last dimension: torch.softmax(scores, dim=-1), or dim=-1 with "
+                     "keepdim=True in both the max and the sum.")}),
     Misconception(
         "softmax-unstable", (4, 5, 6),
         N_("your softmax overflows on large scores: exp() of a large number is inf, and inf / inf is nan."),
         N_("Subtracting the row maximum before exp() changes nothing mathematically and keeps every "
            "exponent at most 0."),
-        N_("subtract x.max(axis, keepdims=True) before calling exp.")),
+        N_("subtract x.max(axis, keepdims=True) before calling exp."),
+        {"torch": N_("use torch.softmax(scores, dim=-1), or subtract scores.amax(dim=-1, keepdim=True) before "
+                     "exp().")}),
+    Misconception(
+        "softmax-global-max", (4, 5, 6),
+        N_("you subtracted the maximum of the whole array instead of each row's own: on rows far below that "
+           "maximum every exp() underflows to 0, and 0 / 0 is nan."),
+        N_("Subtracting a row's own maximum keeps its largest exponent at exactly 0, so the row's sum is at least "
+           "1; one maximum for the whole array leaves rows whose exponents are all far below 0."),
+        N_("take the maximum along the axis you normalise: x.max(axis=axis, keepdims=True)."),
+        {"torch": N_("take the maximum along the softmax's dimension: scores.amax(dim=-1, keepdim=True), or use "
+                     "torch.softmax(scores, dim=-1).")}),
     Misconception(
         "scores-transposed", (2, 5, 6, 7),
         N_("you computed K Q^T instead of Q K^T."),
         N_("Row i of the scores must belong to query i, so the queries go on the left."),
-        N_("use Q @ K^T (swap the last two axes of K).")),
+        N_("use Q @ K^T (swap the last two axes of K: np.swapaxes(K, -1, -2))."),
+        {"torch": N_("use Q @ K^T (swap the last two dimensions of K: K.transpose(-2, -1)).")}),
     Misconception(
         "weights-transposed", (5, 6, 7),
         N_("you multiplied V by the transposed weights."),
@@ -113,7 +139,10 @@ CATALOGUE = {m.id: m for m in (
            "arithmetic in compiled code for all items at once, which is what keeps attention fast on "
            "long sequences and large batches."),
         N_("replace the loop by operations on whole arrays: @ (matmul) and broadcasting over the leading "
-           "axes, reductions with axis=... and keepdims=True.")),
+           "axes, reductions with axis=... and keepdims=True."),
+        {"torch": N_("replace the loop by operations on whole tensors: @ (matmul) and broadcasting over the "
+                     "leading dimensions, reductions with dim=... and keepdim=True, view/transpose for the "
+                     "heads.")}),
     Misconception(
         "broadcast-weighted-sum", (5,),
         N_("you formed the weighted sum by broadcasting the weights against V and summing, which builds "
@@ -131,6 +160,7 @@ CATALOGUE = {m.id: m for m in (
 )}
 
 
-def describe(ids):
-    """Student-facing text for the recognised mistakes, one paragraph each."""
-    return "\n".join(CATALOGUE[i].text() for i in ids)
+def describe(ids, framework=None):
+    """Student-facing text for the recognised mistakes, one paragraph each, with the hints of
+    `framework` (default: the step being graded, FRAMEWORK)."""
+    return "\n".join(CATALOGUE[i].text(framework) for i in ids)

@@ -21,6 +21,25 @@ def naive_softmax(x, axis=-1):
         return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def global_max_softmax(x, axis=-1):
+    """softmax shifted by the maximum of the whole array, not of each row (in x's own dtype): rows far
+    below that maximum underflow to 0 / 0 = nan."""
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        e = np.exp(x - np.max(x))
+        return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def unstable_softmax_mistake(got, scores, axis=-1):
+    """Which unstable softmax the non-finite values of `got` show, for softmax weights computed from
+    `scores` (in the dtype the student's code worked in): "softmax-unstable" (no max subtracted: exp()
+    overflows, inf / inf) or "softmax-global-max" (the whole array's max: exp() underflows, 0 / 0).
+    The one whose NaN and inf entries are nearest the student's."""
+    bad = ~np.isfinite(np.asarray(got, dtype=np.float64))
+    scores = np.asarray(scores)
+    candidates = {"softmax-unstable": naive_softmax(scores, axis), "softmax-global-max": global_max_softmax(scores, axis)}
+    return min(candidates, key=lambda mid: int(np.sum(bad != ~np.isfinite(candidates[mid].astype(np.float64)))))
+
+
 # the factor each scaling mistake multiplies the raw scores by, given d_k
 SCALE_MISTAKES = {
     "scale-multiplied": lambda d: math.sqrt(d),

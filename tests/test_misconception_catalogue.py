@@ -74,7 +74,8 @@ def self_attention(X, W_Q, W_K, W_V):
     w = e / e.sum(axis=$axis, keepdims=True)
     return weighted_sum(w, v), w
 ''', mix="...qk,...kv->...qv", wq="W_Q", wk="W_K", wv="W_V", scores="...id,...jd->...ij",
-        scale="/ np.sqrt(k.shape[-1])", shift="s.max(axis=-1, keepdims=True)", axis="-1", ws_early="pass"),
+        scale="/ np.sqrt(k.shape[-1], dtype=k.dtype)", shift="s.max(axis=-1, keepdims=True)", axis="-1",
+        ws_early="pass"),
     "06_multi_head": dict(code='''
 import torch
 
@@ -149,12 +150,14 @@ CASES = [
 
     ("softmax-wrong-axis", "04_softmax", dict(axis="0"), "4.2 4.3 4.4 4.5 4.6"),
     ("softmax-unstable", "04_softmax", dict(shifted="x"), "4.7 4.8"),
+    ("softmax-global-max", "04_softmax", dict(shifted="x - np.amax(x)"), "4.7 4.8"),
 
     ("weights-transposed", "05_weighted_sum", dict(mix="...kq,...kv->...qv"), "5.1 5.2 5.4 5.5"),
     ("scores-transposed", "05_weighted_sum", dict(scores="...jd,...id->...ij"), "5.4 5.5"),
     ("softmax-wrong-axis", "05_weighted_sum", dict(shift="s.max(axis=-2, keepdims=True)", axis="-2"),
      "5.4 5.5 5.6"),
     ("softmax-unstable", "05_weighted_sum", dict(shift="0.0"), "5.7"),
+    ("softmax-global-max", "05_weighted_sum", dict(shift="s.max()"), "5.7"),
     ("scale-multiplied", "05_weighted_sum", dict(scale="/ k.shape[-1] ** -0.5"), "5.4 5.5"),
     ("scale-missing", "05_weighted_sum", dict(scale=""), "5.4 5.5"),
     ("scale-by-d", "05_weighted_sum", dict(scale="/ k.shape[-1]"), "5.4 5.5"),
@@ -171,6 +174,8 @@ CASES = [
     ("weights-transposed", "06_multi_head", dict(mix="bhji,bhjd->bhid"), "6.4 6.5 6.13"),
     ("softmax-wrong-axis", "06_multi_head", dict(softmax="torch.softmax(s, dim=-2)"), "6.4 6.5 6.6 6.13"),
     ("softmax-unstable", "06_multi_head", dict(softmax="s.exp() / s.exp().sum(dim=-1, keepdim=True)"), "6.7"),
+    ("softmax-global-max", "06_multi_head",
+     dict(softmax="(s - s.max()).exp() / (s - s.max()).exp().sum(dim=-1, keepdim=True)"), "6.7"),
     ("scale-multiplied", "06_multi_head", dict(scale="/ q.shape[-1] ** -0.5"), "6.4 6.5 6.13"),
     ("scale-missing", "06_multi_head", dict(scale=""), "6.4 6.5 6.13"),
     ("scale-by-d", "06_multi_head", dict(scale="/ q.shape[-1]"), "6.4 6.5 6.13"),

@@ -1,9 +1,18 @@
 """Fixtures for the hidden suites: `student` calls the submission's code for the module's STEP."""
 import pytest
 
+from autograder import contract, misconceptions
 from autograder.checks import Student
 from autograder.grading import SESSIONS
 from autograder.i18n import _
+
+
+@pytest.fixture(autouse=True)
+def step_framework(request):
+    """Hints in the names of the step's library (contract.Step.framework) for every check of the module."""
+    token = misconceptions.FRAMEWORK.set(contract.step_for_stem(request.module.STEP).framework)
+    yield
+    misconceptions.FRAMEWORK.reset(token)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ from autograder.checks import (CheckFailed, check, expect_array, expect_close, e
 from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from autograder.memo import Remembering
-from autograder.misconceptions import CATALOGUE
+from autograder.misconceptions import describe
 from autograder.tolerances import large_scores_tolerance
 from solutions import step05_weighted_sum
 
@@ -113,10 +113,15 @@ def test_weights_are_distributions(student):
                           ["softmax-wrong-axis"] if wrong_axis else [])
 
 
+def _scores(X64, Ws64):
+    """Q K^T / sqrt(d_k) on these inputs (float64)."""
+    Q, K = X64 @ Ws64[0], X64 @ Ws64[1]
+    return Q @ np.swapaxes(K, -1, -2) / np.sqrt(D_K)
+
+
 def _max_score(X64, Ws64):
     """The largest |Q K^T / sqrt(d_k)| on these inputs (float64)."""
-    Q, K = X64 @ Ws64[0], X64 @ Ws64[1]
-    return float(np.abs(Q @ np.swapaxes(K, -1, -2)).max() / np.sqrt(D_K))
+    return float(np.abs(_scores(X64, Ws64)).max())
 
 
 @check("5.7", points=1, kind="stability")
@@ -128,9 +133,11 @@ def test_large_inputs(student, request):
         W64 = [p[1] for p in pairs]
         out, weights = _attend(student, X_low, [p[0] for p in pairs])
         if not (np.isfinite(out.array).all() and np.isfinite(weights.array).all()):
-            # on these inputs only a missing max-subtraction gives inf or NaN
+            # on these inputs only a missing max-subtraction (overflow) or the whole array's max
+            # (underflow) gives inf or NaN: the NaNs' places in the weights say which
+            mistake = variants.unstable_softmax_mistake(weights.array, _scores(X64, W64).astype(dtype))
             raise CheckFailed(_("self_attention gave NaN or inf for large inputs in {dtype}. {diagnosis}",
-                                dtype=dtype, diagnosis=CATALOGUE["softmax-unstable"].text()), ["softmax-unstable"])
+                                dtype=dtype, diagnosis=describe([mistake])), [mistake])
         try:
             # the scores' own rounding grows with them: a tolerance that grows too (tolerances.py)
             _expect_attention(out, weights, X64, W64, dtype, level=large_scores_tolerance(dtype, _max_score(X64, W64)))

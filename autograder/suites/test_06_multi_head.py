@@ -11,7 +11,8 @@ import torch
 
 from autograder import complexity, gradients, misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_finite,
-                               expect_attention, expect_pair, expect_shape, gpu_usable, note, CheckFailed)
+                               expect_attention, expect_full_precision, expect_pair, expect_shape, gpu_usable, note,
+                               precision_lost, CheckFailed)
 from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from autograder.memo import Remembering, remembered
@@ -165,6 +166,7 @@ def test_numbers_float64(student, request):
     out, w, what = _attention(student, x, Ws)
     expect_dtype(request, out, "float64", f"{what}: out", "torch")
     expect_dtype(request, w, "float64", f"{what}: weights", "torch")
+    expect_full_precision(student, student.call_request("multi_head_attention", x, *Ws, H), what)
     expect_attention(out, w, _ref_attention(x, Ws), what, "float64", _mistakes(x, Ws))
 
 
@@ -185,6 +187,7 @@ def test_properties(student):
     """Attention weights lie in [0, 1] and each query's row sums to 1, in every head"""
     x, Ws = _inputs("6.6")
     out, w, what = _attention(student, x, Ws)
+    expect_full_precision(student, student.call_request("multi_head_attention", x, *Ws, H), what)
     _expect_rows_sum_to_one(w, f"{what}: weights",
                             wrong_axis=variants.multi_head(x, *Ws, H, mistake="softmax-wrong-axis")[1])
 
@@ -212,16 +215,25 @@ def _expect_stable(student, request, x, Ws, dtype, device=None, cast=None):
         "{what} on {device} in {dtype}", what=what, device=device, dtype=dtype)
     scores = _scores(exact[0], exact[1:])
     if not (np.isfinite(w.array).all() and np.isfinite(out.array).all()):
-        # a softmax without the max subtraction overflows on these scores, in this dtype, and only that
-        # gives NaN or inf weights here
+        # a softmax without the max subtraction overflows on these scores, in this dtype (inf / inf), one
+        # shifted by the whole array's maximum underflows (0 / 0), and only those give NaN or inf weights here:
+        # the NaNs' places say which
         overflows = np.abs(scores).max() > EXP_LIMIT[dtype] and not np.isfinite(w.array).all()
-        found = ["softmax-unstable"] if overflows else []
+        mistake = variants.unstable_softmax_mistake(w.array, scores.astype(
+            dtype if dtype in ("float64", "float32") else "float32"))
+        found = [mistake] if overflows else []
+        if mistake == "softmax-global-max" and overflows:
+            hint = _("The scores here reach about {largest}; rows whose scores all lie far below the largest one "
+                     "get exp() = 0 everywhere once that one maximum is subtracted, and 0 / 0 is nan. torch.softmax, "
+                     "or subtracting each row's own maximum (amax(dim=-1, keepdim=True)), avoids that.",
+                     largest=f"{np.abs(scores).max():.0f}")
+        else:
+            hint = _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
+                     "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
+                     largest=f"{np.abs(scores).max():.0f}", limit=EXP_LIMIT[dtype], dtype=dtype)
         for got, name in ((w, "weights"), (out, "out")):
             try:
-                expect_finite(got, f"{what}: {name}",
-                              _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
-                                "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
-                                largest=f"{np.abs(scores).max():.0f}", limit=EXP_LIMIT[dtype], dtype=dtype))
+                expect_finite(got, f"{what}: {name}", hint)
             except CheckFailed as failure:
                 raise CheckFailed(failure.message + ("\n" + misconceptions.describe(found) if found else ""),
                                   found) from None
@@ -272,8 +284,10 @@ def test_gradients(student):
     out, w, what = _attention(student, x, Ws, value=got.value)
     (ref_out, ref_w), expected = gradients.reference_gradients(
         lambda *ts: ref.multi_head_attention(*ts, H), inputs, cotangents)
+    lost = precision_lost(what, student.measure(student.call_request("multi_head_attention", x, *Ws, H), what,
+                                                count=False).downcasts)
     gradients.expect_gradients(got, [("out", out, ref_out), ("weights", w, ref_w)], expected, what,
-                               gradients.small_case(SMALL_B, SMALL_T, SMALL_D, SMALL_H))
+                               gradients.small_case(SMALL_B, SMALL_T, SMALL_D, SMALL_H), precision=lost)
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
