@@ -75,6 +75,7 @@ class Measurement:
     forbidden: tuple          # dotted names of forbidden APIs called, in order
     tampered: tuple           # what switched a meter off
     errors: int               # the meters' own failures
+    downcasts: tuple = ()     # torch ops that turned float64 tensors into lower precision ("op: float64 -> float32")
 
 
 def _count(rec, key):
@@ -98,7 +99,8 @@ def decode_measurement(reply):
         raise BadReply(_("malformed measurement"))
     return Measurement(bool(rec.get("ran")), *(_count(rec, k) for k in ("lines", "calls", "ops", "flops",
                                                                           "peak_bytes")),
-                       _names(rec, "forbidden"), _names(rec, "tampered"), _count(rec, "errors"))
+                       _names(rec, "forbidden"), _names(rec, "tampered"), _count(rec, "errors"),
+                       _names(rec, "downcasts") if "downcasts" in rec else ())
 
 
 # ------------------------------------------------------------------ forbidden APIs

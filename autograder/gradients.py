@@ -278,12 +278,13 @@ def _missing_text(what, missing, forward_right):
              what=what, names=", ".join(missing), hint=translate(DETACH_HINT))
 
 
-def expect_gradients(got, outputs, expected, what, small):
+def expect_gradients(got, outputs, expected, what, small, precision=None):
     """The student's float64 gradients w.r.t. every input and parameter match the reference's.
 
     got: Gradients; outputs: [(name, Returned, expected forward array)], the forward's outputs,
     already checked for type and shape; expected: {name: reference gradient}; small: the small
-    gradcheck case in words. Raises CheckFailed saying everything that is wrong, naming
+    gradcheck case in words; precision: checks.precision_lost's message when the float64 run computed
+    in float32 inside (then that is the cause told, not a wrong backward). Raises CheckFailed saying everything that is wrong, naming
     detached-graph when the forward values are right and the graph is cut.
     """
     forward_right = _forward_is_right(outputs)
@@ -299,14 +300,18 @@ def expect_gradients(got, outputs, expected, what, small):
         # every gradient of a wrong forward differs: their names say enough
         problems.append(_("{what}: the gradients w.r.t. {names} differ from the expected ones too.",
                           what=what, names=", ".join(name for name, _text in wrong)))
-    # after an in-place change, a failed backward or a cut graph, gradcheck only says the same again
-    plain = not (got.mutated or got.backward_error or cut)
+    # after an in-place change, a failed backward, a cut graph or float32 arithmetic inside, gradcheck
+    # only says the same again
+    plain = not (got.mutated or got.backward_error or cut or precision)
     check = _gradcheck_text(got.gradcheck, small, [name for name, _ret, _exp in outputs]) if plain else None
     if check:
         problems.append(check)
+    if precision:
+        # the same verdict as every float64 check that sees it, whatever the gradients' luck
+        problems = [precision] + [p for p in problems if p not in [text for _n, text in wrong]]
     if not problems:
         return
-    if not forward_right:
+    if not forward_right and not precision:
         problems.insert(0, _("{what}: your forward values already differ from the expected ones (the numbers "
                              "checks say where): fix those first. The gradients are compared with the "
                              "reference's, so they differ too.", what=what))

@@ -186,6 +186,7 @@ class Job:
         for s in self.wanted:
             session = self.sessions[s.stem]
             checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
+            _tell_cell_errors(checks, session.cell_errors if session.source else [])
             step_results.append(StepResult(
                 s, session.display if session.source else None, checks, self.skipped.get(s.stem, []),
                 session.printed(), session.cell_errors))
@@ -316,6 +317,28 @@ class GradingPlugin:
                            "(not your code's fault). Please tell your instructor.")
         self.job.results.setdefault(stem, []).append(CheckResult(
             stem, spec["number"], name, spec["kind"], points, score, status, output, misc, extra))
+
+
+def _tell_cell_errors(checks, errors):
+    """Errors raised while the file ran (a leftover notebook cell, a line after the definitions) cost
+    nothing when everything the step needs got defined, but the student is told: a note on the first
+    passed check (or after the first failed one's message, when none passed). Scores are unchanged."""
+    if not errors or not checks:
+        return
+    first = errors[0]
+    text = _("Note: running your file raised {n} error(s), ignored because everything this step needs was "
+             "defined. The first: {error}: {message}{where}. Remove or fix leftover cells: the notebook's "
+             "own tests would stop there.", n=len(errors), error=first["type"], message=first["message"][:300],
+             where=_where(first))
+    target = next((c for c in checks if c.status == "passed"), checks[0])
+    if first["message"][:300] not in target.output:      # a NotDefined message shows it already
+        target.output += "\n" + text
+
+
+def _where(error):
+    """The file or notebook cell an error record's traceback last names in the student's code."""
+    lines = [ln.strip() for ln in error.get("traceback", "").splitlines() if ln.strip().startswith('File "')]
+    return _(" (at {place})", place=lines[-1][len('File '):]) if lines else ""
 
 
 def _plain_failure(excinfo):

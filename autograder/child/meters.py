@@ -127,6 +127,7 @@ class Meter:
         self.tm_peak = 0
         self.tensor_now = self.tensor_peak = 0
         self.forbidden, self.tampered = [], []
+        self.downcasts = []             # "op: float64 -> float32": a float64 tensor's values computed on in lower precision
         self.ran = False
         self.errors = 0                 # the meters' own failures: the grader's fault, never the student's
         self._hooks = 0                 # > 0 while one of this file's hooks runs: not the student's work
@@ -228,6 +229,8 @@ class Meter:
         packet = str(getattr(func, "_overloadpacket", func))
         if packet in self._watch.aten:
             self._seen(self._watch.aten[packet])
+        if len(self.downcasts) < 10:
+            self._note_downcast(packet, args, kwargs, out)
         if not self.count:
             return
         self.flops += _flops(func, args, kwargs, out)
@@ -248,6 +251,20 @@ class Meter:
                 # counted as one more call for every tensor that dies
                 self._tracked[tid] = (key, weakref.ref(t, lambda _, tid=tid: self._release(tid)))
                 self._live[key][1] += 1
+
+    def _note_downcast(self, packet, args, kwargs, out):
+        """An op taking a float64 tensor (more than one value) and giving a lower-precision floating one:
+        precision lost inside the computation (a 0-d constant such as torch.tensor(d).sqrt() is not)."""
+        ins = [t for t in _tensors((args, kwargs)) if str(t.dtype) == "torch.float64" and t.numel() > 1]
+        if not ins:
+            return
+        for t in _tensors(out):
+            dtype = str(t.dtype)
+            if dtype in ("torch.float32", "torch.float16", "torch.bfloat16") and t.numel() > 1:
+                text = f"{packet}: float64 -> {dtype[6:]}"
+                if text not in self.downcasts:
+                    self.downcasts.append(text)
+                return
 
     def _release(self, tid):
         key = self._tracked.pop(tid, (None,))[0]
@@ -317,7 +334,7 @@ class Meter:
         """Plain data for the grader (which validates it: this process is the student's)."""
         return {"ran": self.ran, "lines": self.lines, "calls": self.calls, "ops": self.ops, "flops": self.flops,
                 "peak_bytes": self.tm_peak + self.tensor_peak, "forbidden": list(self.forbidden),
-                "tampered": list(self.tampered), "errors": self.errors}
+                "tampered": list(self.tampered), "errors": self.errors, "downcasts": list(self.downcasts)}
 
 
 # ------------------------------------------------------------------ torch helpers

@@ -7,5 +7,6 @@ from .zh_rules import MESSAGES as _RULES
 from .zh_gradients import MESSAGES as _GRADIENTS
 from .zh_wall import MESSAGES as _WALL
 from .zh_class import MESSAGES as _CLASS
+from .zh_audit import MESSAGES as _AUDIT
 
-MESSAGES = {**_CORE, **_RULES, **_GRADIENTS, **_WALL, **_CLASS}
+MESSAGES = {**_CORE, **_RULES, **_GRADIENTS, **_WALL, **_CLASS, **_AUDIT}

@@ -42,7 +42,6 @@ MESSAGES = {
     "you computed K Q^T instead of Q K^T.": "你计算的是 K Q^T，而不是 Q K^T。",
     "Row i of the scores must belong to query i, so the queries go on the left.":
         "分数的第 i 行必须对应第 i 个查询，所以查询要放在左边。",
-    "use Q @ K^T (swap the last two axes of K).": "使用 Q @ K^T（交换 K 的最后两个轴）。",
     "you multiplied V by the transposed weights.": "你用转置后的权重去乘了 V。",
     "Output row i mixes the values with query i's weights: row i of the weight matrix.":
         "输出的第 i 行是用第 i 个查询的权重（即权重矩阵的第 i 行）对值加权混合得到的。",
@@ -107,10 +106,6 @@ MESSAGES = {
     "{what} should return a torch tensor; it returned {got}.": "{what} 应返回 torch 张量，但它返回了 {got}。",
     "{what} has shape {got}; expected {shape}.": "{what} 的形状是 {got}，应为 {shape}。",
     " The last two axes look swapped.": "最后两个轴似乎被交换了。",
-    "{what}: float32 input gave a float64 result. Accepted: NumPy 2 promotes float32 when you divide by "
-    "np.sqrt(...) (a float64 scalar). `x / math.sqrt(d)` keeps float32.":
-        "{what}：float32 的输入得到了 float64 的结果。已接受：除以 np.sqrt(...)（一个 float64 标量）时，"
-        "NumPy 2 会把 float32 提升为 float64。`x / math.sqrt(d)` 则会保持 float32。",
     "{what} has dtype {got}; expected {dtype}, the dtype of the input. Avoid hard-coding a dtype (e.g. float32 "
     "or .double()) in new arrays.":
         "{what} 的 dtype 是 {got}，应为输入的 dtype {dtype}。新建数组时不要写死 dtype（例如 float32 或 .double()）。",
@@ -304,9 +299,6 @@ MESSAGES = {
     "Other key sizes: d_k = 2, 5 and 64": "其他键维度：d_k = 2、5 和 64",
     "The caller's scores are left unchanged (no in-place division)": "调用者传入的分数保持不变（不做原地除法）",
     "A plain (T_q, T_k) matrix of scores": "普通的 (T_q, T_k) 分数矩阵",
-    "scale_scores changed the scores array it was given (e.g. `scores /= ...`). The caller may still need the "
-    "raw scores: return a new array instead.":
-        "scale_scores 修改了传给它的 scores 数组（例如 `scores /= ...`）。调用者可能还需要原始分数：请返回一个新数组。",
 
     # ------------------------------------------------------------ step 4
     "Output has the input's shape (rank 3)": "输出与输入的形状相同（3 维）",

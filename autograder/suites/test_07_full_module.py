@@ -17,7 +17,8 @@ import torch
 
 from autograder import complexity, gradients, misconceptions, variants
 from autograder.checks import (check, compare, expect_array, expect_attention, expect_dtype, expect_finite,
-                               expect_pair, expect_shape, gpu_usable, CheckFailed)
+                               expect_full_precision, expect_pair, expect_shape, gpu_usable, precision_lost,
+                               CheckFailed)
 from autograder.i18n import _
 from autograder.inputs import randn, rounded
 from autograder.memo import remembered
@@ -206,6 +207,8 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
         what = _("{what} in {dtype}", what=what, dtype=dtype)
     expect_dtype(request, out, dtype, f"{what}: out", "torch")
     expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
+    if dtype == "float64":
+        expect_full_precision(who, who.module_request(cls, init, params, x_low, dtype=dtype), what)
     mistakes = _mistakes(cls, init, params, x64) if with_mistakes else None
     expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, mistakes,
                      names=("out", "attn_weights"), extra=_extra_params_note(cls, init, shapes))
@@ -262,6 +265,7 @@ def test_properties(student):
         x = randn((STEP, "7.8", cls, "x"), (B, T, D))
         params = _params("7.8", cls, init)
         _out, w, what, _shapes = _forward(student, cls, init, params, x)
+        expect_full_precision(student, student.module_request(cls, init, params, x), what)
         what += ": attn_weights"
         p = w.array.astype(np.float64)
         tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)   # the rounding of the dtype returned
@@ -309,9 +313,11 @@ def test_gradients(student):
         module = _ref_module(cls, init)
         (ref_out, ref_w), expected = gradients.reference_gradients(
             gradients.module_forward(module), {"x": x, **params}, cotangents)
+        lost = precision_lost(what, student.measure(student.module_request(cls, init, params, x), what,
+                                                    count=False).downcasts)
         gradients.expect_gradients(got, [("out", out, ref_out), ("attn_weights", w, ref_w)], expected, what,
                                    gradients.small_case(SMALL_B, SMALL_T, SMALL_D,
-                                                        None if cls == SINGLE else SMALL_H))
+                                                        None if cls == SINGLE else SMALL_H), precision=lost)
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)

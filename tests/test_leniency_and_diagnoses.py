@@ -1,0 +1,236 @@
+"""Issue 14, "fix the kinds of mistakes at their root": each mistake written as a small student file,
+graded through the real grader (as tests/test_rules.py does), with the exact checks it loses and
+the message it is told.
+
+- float64 for float32 input is accepted only in step 3 (NumPy 2's promotion by a NumPy scalar), with a
+  note that claims only what the code may have done; elsewhere it fails the float32 check;
+- inputs changed in place fail every value check, in every step, with one message;
+- a softmax shifted by the whole array's maximum underflows (0 / 0): told as such, not as overflow;
+- a torch step's hint speaks torch (dim, keepdim=True, torch.softmax);
+- float32 inside a float64 module: every float64 check fails, the gradient check included, naming it;
+- an error in a leftover cell reaches the student as a note, the score unchanged.
+"""
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from autograder import contract
+from conftest import ROOT
+
+CASES = {
+    "astype-float": ("01_projection", """
+        import numpy as np
+
+        def project_qkv(X, W_Q, W_K, W_V):
+            X = X.astype(float)
+            return X @ W_Q, X @ W_K, X @ W_V
+    """),
+    "scaling-numpy-scalar": ("03_scaling", """
+        import numpy as np
+
+        def scale_scores(scores, d_k):
+            return scores / np.sqrt(d_k)
+    """),
+    "attention-numpy-scalar": ("05_weighted_sum", """
+        import numpy as np
+
+        def weighted_sum(weights, V):
+            return weights @ V
+
+        def self_attention(X, W_Q, W_K, W_V):
+            Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+            s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(K.shape[-1])
+            e = np.exp(s - s.max(axis=-1, keepdims=True))
+            w = e / e.sum(axis=-1, keepdims=True)
+            return w @ V, w
+    """),
+    "softmax-in-place": ("04_softmax", """
+        import numpy as np
+
+        def softmax(x, axis=-1):
+            x -= np.max(x, axis=axis, keepdims=True)
+            e = np.exp(x)
+            return e / e.sum(axis=axis, keepdims=True)
+    """),
+    "softmax-global-max": ("04_softmax", """
+        import numpy as np
+
+        def softmax(x, axis=-1):
+            e = np.exp(x - np.max(x))
+            return e / e.sum(axis=axis, keepdims=True)
+    """),
+    "torch-wrong-dim": ("06_multi_head", """
+        import math
+        import torch
+
+        def split_heads(x, num_heads):
+            B, T, D = x.shape
+            return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
+
+        def merge_heads(x):
+            B, h, T, hd = x.shape
+            return x.transpose(1, 2).reshape(B, T, h * hd)
+
+        def multi_head_attention(x, W_Q, W_K, W_V, W_O, num_heads):
+            q, k, v = (split_heads(x @ W, num_heads) for W in (W_Q, W_K, W_V))
+            w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
+            return merge_heads(w @ v) @ W_O, w
+    """),
+    "float32-softmax": ("07_full_module", """
+        import math
+        import torch
+        from torch import nn
+
+        def attend(q, k, v):
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            w = torch.softmax(s.float(), dim=-1).to(s.dtype)      # float32 inside, whatever the module's dtype
+            return w @ v, w
+
+        class SingleHeadSelfAttention(nn.Module):
+            def __init__(self, d_model):
+                super().__init__()
+                self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False) for _ in range(3))
+
+            def forward(self, x):
+                return attend(self.W_q(x), self.W_k(x), self.W_v(x))
+
+        class MultiHeadSelfAttention(nn.Module):
+            def __init__(self, d_model, num_heads, bias=True):
+                super().__init__()
+                self.h = num_heads
+                self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+                    nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+
+            def forward(self, x):
+                q, k, v = (p(x).unflatten(-1, (self.h, -1)).transpose(1, 2)
+                           for p in (self.q_proj, self.k_proj, self.v_proj))
+                o, w = attend(q, k, v)
+                return self.out_proj(o.transpose(1, 2).flatten(2)), w
+    """),
+    "leftover-cell": ("03_scaling", """
+        import math
+
+        def scale_scores(scores, d_k):
+            return scores / math.sqrt(d_k)
+
+        raise RuntimeError("a leftover demo cell")
+    """),
+}
+
+GRADE_MANY = '''
+import json, sys
+from autograder import grading, zygote
+zygote.start()
+out = {}
+for folder, stem in json.load(sys.stdin):
+    report = grading.grade(folder, steps=[stem])
+    out[folder] = [{"number": c.number, "score": c.score, "max_score": c.max_score, "status": c.status,
+                    "misconceptions": c.misconceptions, "output": c.output}
+                   for s in report.steps for c in s.checks]
+zygote.stop()
+json.dump(out, sys.stdout)
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """{label: {check number: check dict}} for every case, numpy and torch steps side by side."""
+    root = tmp_path_factory.mktemp("audit")
+    folders = {}
+    for label, (stem, code) in CASES.items():
+        (root / label).mkdir()
+        (root / label / f"{stem}.py").write_text(textwrap.dedent(code).lstrip())
+        folders[label] = (str(root / label), stem)
+    groups = [[f for f in folders.values() if contract.step_for_stem(f[1]).framework == fw] for fw in ("numpy", "torch")]
+    procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
+    results = {}
+    for proc, group in zip(procs, groups):
+        out, err = proc.communicate(json.dumps(group), timeout=900)
+        assert proc.returncode == 0, err
+        results.update(json.loads(out))
+    return {label: {c["number"]: c for c in results[folder]} for label, (folder, _) in folders.items()}
+
+
+def _failed(checks):
+    return {n for n, c in checks.items() if c["status"] != "passed"}
+
+
+def _summary(checks):
+    return "\n".join(f"{n} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for n, c in checks.items())
+
+
+def _points_lost(checks):
+    return sum(c["max_score"] - c["score"] for c in checks.values())
+
+
+# ------------------------------------------------------------------ 1. a leniency matches its reason
+def test_float64_for_float32_fails_outside_the_scaling_step(graded):
+    checks = graded["astype-float"]
+    assert _failed(checks) == {"1.3"}, _summary(checks)
+    assert "the dtype was not kept" in checks["1.3"]["output"]
+    assert "halve the memory" in checks["1.3"]["output"] and ".astype(float)" in checks["1.3"]["output"]
+    # in step 5 too, though the promotion comes from np.sqrt: only step 3 is about the scaling itself
+    checks = graded["attention-numpy-scalar"]
+    assert _failed(checks) == {"5.5"}, _summary(checks)
+    assert "the dtype was not kept" in checks["5.5"]["output"] and "np.sqrt(d)" in checks["5.5"]["output"]
+
+
+def test_the_scaling_step_accepts_the_promotion_with_a_note_that_claims_no_more(graded):
+    checks = graded["scaling-numpy-scalar"]
+    assert not _failed(checks), _summary(checks)
+    out = checks["3.3"]["output"]
+    assert "Accepted in this step: if your code divides (or multiplies) by a NumPy float64 scalar" in out
+    assert "Accepted: NumPy 2 promotes float32 when you divide by np.sqrt" not in out
+
+
+# ------------------------------------------------------------------ 2. inputs changed in place, every step
+def test_changing_the_input_in_place_fails_every_value_check(graded):
+    checks = graded["softmax-in-place"]
+    failed = _failed(checks)
+    assert {"4.2", "4.3", "4.4"} <= failed, _summary(checks)
+    assert failed <= {"4.2", "4.3", "4.4", "4.6", "4.7", "4.8"}, _summary(checks)
+    for n in failed:
+        assert "your code changed argument 1 in place" in checks[n]["output"], checks[n]["output"]
+    assert not any(c["misconceptions"] for c in checks.values())
+
+
+# ------------------------------------------------------------------ 3. the diagnosis fits the evidence
+def test_the_whole_arrays_maximum_is_told_as_underflow_not_overflow(graded):
+    checks = graded["softmax-global-max"]
+    assert _failed(checks) == {"4.7", "4.8"}, _summary(checks)
+    for n in ("4.7", "4.8"):
+        assert checks[n]["misconceptions"] == ["softmax-global-max"]
+        assert "underflows to 0, and 0 / 0 is nan" in checks[n]["output"]
+        assert "inf / inf" not in checks[n]["output"]
+
+
+# ------------------------------------------------------------------ 4. hints speak the step's library
+def test_a_torch_steps_hint_speaks_torch(graded):
+    checks = graded["torch-wrong-dim"]
+    named = [c for c in checks.values() if "softmax-wrong-axis" in c["misconceptions"]]
+    assert named, _summary(checks)
+    for c in named:
+        assert "torch.softmax(scores, dim=-1)" in c["output"] and "keepdim=True" in c["output"]
+        assert "keepdims=True" not in c["output"] and "the `axis` argument" not in c["output"]
+
+
+# ------------------------------------------------------------------ 5. float32 inside a float64 module
+def test_float32_inside_a_float64_module_gets_one_verdict_and_its_cause(graded):
+    checks = graded["float32-softmax"]
+    assert _failed(checks) == {"7.2", "7.5", "7.6", "7.8", "7.14"}, _summary(checks)
+    for n in ("7.2", "7.5", "7.6", "7.8", "7.14"):
+        assert "Precision is lost to float32 inside the computation" in checks[n]["output"], checks[n]["output"]
+    assert "custom autograd.Function" not in checks["7.14"]["output"]
+    assert not any(c["misconceptions"] for c in checks.values())
+
+
+# ------------------------------------------------------------------ 6. errors in leftover cells are told
+def test_an_error_in_a_leftover_cell_is_told_and_costs_nothing(graded):
+    checks = graded["leftover-cell"]
+    assert not _failed(checks) and _points_lost(checks) == 0, _summary(checks)
+    told = [c for c in checks.values() if "a leftover demo cell" in c["output"]]
+    assert len(told) == 1 and "RuntimeError" in told[0]["output"] and told[0]["output"].startswith("Passed.")
