@@ -262,7 +262,13 @@ def inputs_changed(what, names, framework):
 
 
 def expect_unchanged(value, what, framework):
-    """The call that returned `value` left the caller's inputs as they were (child-reported `mutated`)."""
+    """The call that returned `value` left the caller's inputs as they were (child-reported `mutated`).
+
+    Numpy steps: every value check says so. Torch steps: their gradient check owns it (6.13, 7.14:
+    autograd needs the original values, and the message says so), so one mistake costs one verdict
+    there, not a scatter of value checks some of which compare before the change shows."""
+    if framework == "torch":
+        return
     if isinstance(value, Returned) and value.mutated:
         raise CheckFailed(inputs_changed(what, value.mutated, framework))
 

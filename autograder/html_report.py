@@ -210,7 +210,7 @@ def _check_rows(step):
                   else c.output)
         seen.setdefault(c.output, c.number)
         # the diagnosis is shown in its own box below the message, not twice
-        framework = getattr(contract.step_for_stem(str(c.step)), "framework", None)
+        framework = getattr(step.step, "framework", None)     # the step's library: its hints speak it
         output = (output.replace("\n" + misconceptions.describe(c.misconceptions, framework), "")
                   if c.misconceptions else output)
         mistakes = "".join(_mistake_box(m, framework) for m in c.misconceptions if m in misconceptions.CATALOGUE)

@@ -95,8 +95,10 @@ def test_self_attention_float32(student, request):
     X32, X64 = rounded(X, "float32")
     pairs = [rounded(W, "float32") for W in Ws]
     out, weights = _attend(student, X32, [p[0] for p in pairs])
-    expect_dtype(request, out, "float32", "out", "numpy")
-    expect_dtype(request, weights, "float32", "weights", "numpy")
+    # self_attention chains the scaling step: NumPy 2's promotion by `/ np.sqrt(d_k)` explains a
+    # float64 result here too (accepted with the note); weighted_sum alone has no such excuse
+    expect_dtype(request, out, "float32", "out", "numpy", numpy_scalar_ok=True)
+    expect_dtype(request, weights, "float32", "weights", "numpy", numpy_scalar_ok=True)
     _expect_attention(out, weights, X64, [p[1] for p in pairs], "float32")
 
 
