@@ -274,10 +274,17 @@ def expect_unchanged(value, what, framework):
 
 
 def precision_lost(what, downcasts):
-    """The message for float32 (or lower) arithmetic inside a float64 computation; None when there was none."""
+    """The message for float32 (or lower) arithmetic inside a float64 computation, in the step's
+    library; None when there was none."""
     if not downcasts:
         return None
     lower = downcasts[0].rsplit("-> ", 1)[-1]
+    if _framework() == "numpy":
+        return _("{what}: part of the computation holds {lower} arrays although everything came in as float64 "
+                 "({ops}). Precision is lost to {lower} inside the computation: the results carry only {lower}'s "
+                 "digits (about 7 for float32), where the float64 checks compare at about 15. Keep every array "
+                 "in the input's dtype: no .astype(np.float32) or dtype=np.float32; use x.dtype.",
+                 what=what, lower=lower, ops="; ".join(downcasts[:3]))
     return _("{what}: part of the computation runs in {lower} although everything came in as float64 ({ops}). "
              "Precision is lost to {lower} inside the computation: the results carry only {lower}'s digits "
              "(about 7 for float32), where the float64 checks compare at about 15, and finite differences "
@@ -287,9 +294,11 @@ def precision_lost(what, downcasts):
 
 
 def expect_full_precision(student, request, what):
-    """A float64 run of the student's torch code stays float64 throughout: the child's dispatch mode
-    sees every op (child/meters.py), so each float64 check gets the same verdict, whatever its values'
-    luck. `request`: a call_request / module_request in float64."""
+    """A float64 run of the student's code stays float64 throughout: in torch steps the child's
+    dispatch mode sees every op, in numpy steps its tracer sees every array the student's functions
+    hold when they return (child/meters.py); so each float64 check gets the same verdict, whatever
+    its values' luck (the float64 tolerance admits one float32 constant, not float32 arrays).
+    `request`: a call_request / module_request in float64."""
     # measured once per step's child and name (the first float64 check), then the same verdict for
     # every check: a property of the code, not of one check's inputs, and a measurement costs a run
     memo = student.session.__dict__.setdefault("_downcasts", {})
@@ -363,16 +372,24 @@ def expect_dtype(request, got, input_dtype, what, framework, numpy_scalar_ok=Fal
     """Floating results keep the input's dtype.
 
     numpy_scalar_ok: the step whose code divides by a NumPy scalar (step 3: `scores / np.sqrt(d_k)`),
-    where NumPy 2 promoting float32 to float64 is the reason for a float64 result; accepted there
-    with a note. Everywhere else a float64 result for float32 input fails."""
+    where NumPy 2 promoting float32 to float64 is the reason for a float64 result. Accepted there,
+    with a note, only when the values show that reason: promotion does the arithmetic in float64, so
+    its results are not float32 numbers; values that all are float32 numbers were computed in
+    float32 and widened afterwards (an `.astype(float)` at the end), which no step accepts.
+    Everywhere else a float64 result for float32 input fails."""
     if got.dtype == str(input_dtype):
         return
     if numpy_scalar_ok and framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
-        note(request, _("{what}: float32 input gave a float64 result. Accepted in this step: if your code divides "
-                        "(or multiplies) by a NumPy float64 scalar such as np.sqrt(d_k), NumPy 2 promotes the "
-                        "float32 array to float64. `scores / math.sqrt(d_k)` keeps float32; converting with "
-                        ".astype(float) would be a mistake the other steps do not accept.", what=what))
-        return
+        if not _all_float32_numbers(got.array):
+            note(request, _("{what}: float32 input gave a float64 result, computed in float64. Accepted in this "
+                            "step: dividing (or multiplying) by a NumPy float64 scalar such as np.sqrt(d_k) makes "
+                            "NumPy 2 promote the float32 array to float64 (so does converting the scores before "
+                            "the division). `scores / math.sqrt(d_k)` keeps float32.", what=what))
+            return
+        raise CheckFailed(_("{what} has dtype float64, but every value is a float32 number: the arithmetic was done "
+                            "in float32 and the result converted to float64 afterwards (an .astype(float), "
+                            "np.float64(...) or np.asarray(..., dtype=float) at the end). Return the float32 "
+                            "result as it is.", what=what))
     if str(input_dtype) == "float32" and got.dtype == "float64":
         if framework == "torch":
             cause = _("a .double(), dtype=torch.float64, or a float64 tensor created without dtype=x.dtype")
@@ -388,6 +405,14 @@ def expect_dtype(request, got, input_dtype, what, framework, numpy_scalar_ok=Fal
     raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
                         "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.",
                         what=what, got=got.dtype, dtype=input_dtype))
+
+
+def _all_float32_numbers(values):
+    """Is every finite value exactly a float32 number (float32 results widened to float64)?"""
+    import numpy as np
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return v.size > 0 and bool(np.all(v.astype(np.float32).astype(np.float64) == v))
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """Command line: `python -m autograder grade SUBMISSION [--results FILE] [--format F --out FILE]`,
-`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`, `grade-all`, `class-report OUT`."""
+`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`, `grade-all`, `class-report OUT`, `audit`."""
 import argparse
 import sys
 
-from . import grading, i18n, report, zygote
+from . import contract, grading, i18n, report, zygote
 from .safe_text import for_terminal
 from .sandbox import Limits
 
@@ -38,6 +38,7 @@ def main(argv=None):
     x.add_argument("--student", action="append", help="only this student (repeatable; default: all)")
     add_grade_all(sub)
     add_class_report(sub)
+    add_audit(sub)
     args = parser.parse_args(argv)
     safe_streams()
     # every student-facing message from here on (grade-all hands the language to its workers)
@@ -46,6 +47,8 @@ def main(argv=None):
         return grade_all(args)
     if args.command == "class-report":
         return class_report(args)
+    if args.command == "audit":
+        return audit(args)
 
     if args.command == "build":
         from . import release
@@ -237,3 +240,41 @@ def write_class_report(out_dir, page, keys, lang, with_similarity, jobs):
     took = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
     print(f"class view: {for_terminal(path)}; numbers: {for_terminal(Path(out_dir) / 'class.json')} ({took})")
     return 0
+
+
+# ------------------------------------------------------------------ the mutation audit (issue 14)
+def add_audit(sub):
+    a = sub.add_parser("audit", help="mutation audit of the hidden suites: grade every small change of the "
+                                     "references and count the ones that keep full marks")
+    a.add_argument("--steps", help="comma-separated step stems (default: all)")
+    a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
+    a.add_argument("--report", metavar="FILE", help="write every mutant's verdict as JSON; survivors with "
+                                                    "their diff and the checks they passed")
+    a.add_argument("--sample", type=int, help="audit only this many mutants per step, drawn with --seed")
+    a.add_argument("--seed", type=int, default=0, help="the draw of --sample (default %(default)s)")
+    a.add_argument("--min-score", type=float, default=0.98,
+                   help="exit 1 when a step's mutation score is below this (default %(default)s)")
+
+
+def audit(args):
+    from . import audit as mutation_audit
+    steps = args.steps.split(",") if args.steps else None
+    unknown = [s for s in steps or () if s not in contract.STEP_BY_STEM]
+    if unknown:
+        print(f"error: unknown step {', '.join(unknown)}; steps are {', '.join(contract.STEP_BY_STEM)}",
+              file=sys.stderr)
+        return 2
+
+    def progress(done, total, mutant):
+        if done % 10 == 0 or done == total:
+            print(f"graded {done}/{total} mutants", file=sys.stderr)
+
+    outcomes, timings = mutation_audit.run(steps, args.jobs, args.sample, args.seed, progress=progress)
+    print(mutation_audit.text(outcomes, timings))
+    if args.report:
+        mutation_audit.write_report(outcomes, timings, args.report)
+        print(f"report: {for_terminal(args.report)}")
+    table = mutation_audit.scores(outcomes)
+    bad = [k for k, v in table.items() if v["score"] < args.min_score]
+    found = any(f for _t, f in mutation_audit.findings(outcomes)[1:])
+    return 1 if bad or found else 0

@@ -62,7 +62,7 @@ def test_lesson_other_habits_are_named(graded):
     steps = by_step(results)
     for stem in ("01_projection", "03_scaling", "04_softmax"):
         assert all(t["status"] == "passed" for t in steps[stem]), stem
-    assert any("NumPy 2 promotes" in t["output"] for t in steps["03_scaling"])
+    assert any("makes NumPy 2 promote the float32 array" in t["output"] for t in steps["03_scaling"])
 
 
 def test_results_json_has_gradescope_fields(graded):

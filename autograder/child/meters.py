@@ -123,6 +123,11 @@ class Meter:
         # tracked from the dispatch mode: it would count the meters' own bookkeeping there, and make
         # each op ten times slower
         self.python_memory = count and python_memory
+        # numpy steps (python_memory asked for): the student's frames are also watched for float
+        # arrays narrower than the float64 inputs (the dispatch mode does that for torch)
+        self.numpy_precision = bool(python_memory)
+        self.traced = count or self.numpy_precision
+        self.widest_input = 0
         self.lines = self.calls = self.ops = self.flops = 0
         self.tm_peak = 0
         self.tensor_now = self.tensor_peak = 0
@@ -142,8 +147,35 @@ class Meter:
 
     def _trace_line(self, frame, event, arg):
         if event == "line":
-            self.lines += 1
+            if self.count:
+                self.lines += 1
+        elif event == "return" and self.widest_input == 8:
+            self._note_numpy_downcast(frame, arg)
         return self._trace_line
+
+    def _note_numpy_downcast(self, frame, returned):
+        """A float64 call whose student function ends holding (in a local, or in what it returns) a
+        float array narrower than float64 with more than one value: precision lost inside the
+        computation (a scalar constant such as np.float32(np.sqrt(d)) is not)."""
+        self._hooks += 1
+        try:
+            np = sys.modules.get("numpy")
+            if np is None:
+                return
+            where = frame.f_code.co_name
+            named = [(name, value) for name, value in frame.f_locals.items()]
+            named.append(("the returned value", returned))
+            for name, value in named:
+                for item in (value if isinstance(value, (tuple, list)) else (value,))[:8]:
+                    if isinstance(item, np.ndarray) and item.dtype.kind == "f" and item.dtype.itemsize < 8 \
+                            and item.size > 1:
+                        text = f"{name} in {where}: float64 -> {item.dtype}"
+                        if text not in self.downcasts and len(self.downcasts) < 20:
+                            self.downcasts.append(text)
+        except Exception:                   # noqa: BLE001 - a meter's failure is never the student's
+            self.errors += 1
+        finally:
+            self._hooks -= 1
 
     def _profile(self, frame, event, arg):
         if frame.f_code.co_filename == _HERE:
@@ -298,7 +330,9 @@ class Meter:
             for mode in modes:
                 mode.__enter__()
                 entered.append(mode)
-            if self.count:
+            if self.numpy_precision:
+                self.widest_input = _widest_float(args, kwargs)
+            if self.traced:
                 _settrace(self._trace)
             _setprofile(self._profile)
             return fn(*args, **kwargs)
@@ -308,7 +342,7 @@ class Meter:
             _settrace(None)
             if profiler != self._profile:
                 self._tamper("sys.setprofile")
-            if self.count and tracer != self._trace:
+            if self.traced and tracer != self._trace:
                 self._tamper("sys.settrace")
             for mode in reversed(entered):
                 try:
@@ -335,6 +369,15 @@ class Meter:
         return {"ran": self.ran, "lines": self.lines, "calls": self.calls, "ops": self.ops, "flops": self.flops,
                 "peak_bytes": self.tm_peak + self.tensor_peak, "forbidden": list(self.forbidden),
                 "tampered": list(self.tampered), "errors": self.errors, "downcasts": list(self.downcasts)}
+
+
+def _widest_float(args, kwargs):
+    """The largest itemsize of the float numpy arrays among a call's arguments (0 if none)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return 0
+    items = list(args) + list(kwargs.values())
+    return max((a.dtype.itemsize for a in items if isinstance(a, np.ndarray) and a.dtype.kind == "f"), default=0)
 
 
 # ------------------------------------------------------------------ torch helpers

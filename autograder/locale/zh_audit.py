@@ -5,13 +5,17 @@ Conventions as in zh_core.py: code stays code, Chinese punctuation around Chines
 """
 MESSAGES = {
     # ------------------------------------------------------------ dtype
-    "{what}: float32 input gave a float64 result. Accepted in this step: if your code divides (or multiplies) "
-    "by a NumPy float64 scalar such as np.sqrt(d_k), NumPy 2 promotes the float32 array to float64. "
-    "`scores / math.sqrt(d_k)` keeps float32; converting with .astype(float) would be a mistake the other steps "
-    "do not accept.":
-        "{what}：float32 输入得到了 float64 结果。本步接受：如果你的代码除以（或乘以）一个 NumPy float64 标量，"
-        "例如 np.sqrt(d_k)，NumPy 2 会把 float32 数组提升为 float64。`scores / math.sqrt(d_k)` 能保持 float32；"
-        "用 .astype(float) 转换则是其他步骤不接受的错误。",
+    "{what}: float32 input gave a float64 result, computed in float64. Accepted in this step: dividing (or "
+    "multiplying) by a NumPy float64 scalar such as np.sqrt(d_k) makes NumPy 2 promote the float32 array to "
+    "float64 (so does converting the scores before the division). `scores / math.sqrt(d_k)` keeps float32.":
+        "{what}：float32 输入得到了在 float64 中计算的 float64 结果。本步接受：除以（或乘以）一个 NumPy float64 "
+        "标量，例如 np.sqrt(d_k)，会使 NumPy 2 把 float32 数组提升为 float64（在除法之前先转换分数也是如此）。"
+        "`scores / math.sqrt(d_k)` 能保持 float32。",
+    "{what} has dtype float64, but every value is a float32 number: the arithmetic was done in float32 and the "
+    "result converted to float64 afterwards (an .astype(float), np.float64(...) or np.asarray(..., dtype=float) "
+    "at the end). Return the float32 result as it is.":
+        "{what} 的 dtype 是 float64，但每个值都是 float32 数：运算是在 float32 中完成的，结果事后才转换成 float64"
+        "（末尾的 .astype(float)、np.float64(...) 或 np.asarray(..., dtype=float)）。请直接返回 float32 结果。",
     "{what} has dtype float64; expected float32, the dtype of the input: the dtype was not kept. float32 is "
     "chosen to halve the memory and speed up the arithmetic (and GPUs are fastest in it); code that widens it to "
     "float64 silently doubles both, and the rest of a float32 model would then have to convert back. "
@@ -81,6 +85,13 @@ MESSAGES = {
         "结果只保留 {lower} 的有效数字（float32 约 7 位），而 float64 检查按约 15 位比较，"
         "有限差分（梯度检查）也需要这些位数。请让每个张量保持输入的 dtype：不要用 .float()、.to(torch.float32) "
         "或 dtype=torch.float32（torch.softmax 中也不要）；使用 x.dtype。",
+    "{what}: part of the computation holds {lower} arrays although everything came in as float64 ({ops}). "
+    "Precision is lost to {lower} inside the computation: the results carry only {lower}'s digits (about 7 for "
+    "float32), where the float64 checks compare at about 15. Keep every array in the input's dtype: no "
+    ".astype(np.float32) or dtype=np.float32; use x.dtype.":
+        "{what}：虽然所有输入都是 float64，但部分计算持有 {lower} 数组（{ops}）。精度在计算内部损失给了 {lower}："
+        "结果只保留 {lower} 的有效数字（float32 约 7 位），而 float64 检查按约 15 位比较。"
+        "请让每个数组保持输入的 dtype：不要用 .astype(np.float32) 或 dtype=np.float32；使用 x.dtype。",
     # ------------------------------------------------------------ errors in leftover cells
     "Note: running your file raised {n} error(s), ignored because everything this step needs was defined. "
     "The first: {error}: {message}{where}. Remove or fix leftover cells: the notebook's own tests would stop "
