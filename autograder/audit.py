@@ -67,17 +67,17 @@ def select(steps=None, sample=None, seed=0, operators=mutation.OPERATORS):
 
 
 def equivalence(chosen):
-    """{mutant id: verdict} from one plain subprocess per step (autograder/equivalence.py)."""
-    verdicts = {}
-    for stem in sorted({m.stem for m in chosen}):
-        request = {"stem": stem, "mutants": {m.id: m.source for m in chosen if m.stem == stem}}
-        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-        done = subprocess.run([sys.executable, "-m", "autograder.equivalence"], input=json.dumps(request),
-                              capture_output=True, text=True, cwd=KIT_ROOT, env=env, timeout=3600)
-        if done.returncode != 0:
-            raise RuntimeError(f"the equivalence check of {stem} failed:\n{done.stderr[-2000:]}")
-        verdicts.update(json.loads(done.stdout))
-    return verdicts
+    """{mutant id: verdict} from one plain subprocess (autograder/equivalence.py): mutants are the
+    audit's own programs, not student code, but a mutant may still loop or eat memory."""
+    request = {}
+    for m in chosen:
+        request.setdefault(m.stem, {})[m.id] = m.source
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    done = subprocess.run([sys.executable, "-m", "autograder.equivalence"], input=json.dumps(request),
+                          capture_output=True, text=True, cwd=KIT_ROOT, env=env, timeout=3600)
+    if done.returncode != 0:
+        raise RuntimeError(f"the equivalence check failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout)
 
 
 def submission(mutant):

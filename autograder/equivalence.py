@@ -13,7 +13,7 @@ This runs mutants of the references, which the audit wrote itself, not student c
 them in one plain subprocess per step (`python -m autograder.equivalence`, JSON in and out),
 with an address-space limit and an alarm per mutant, apart from the grader.
 
-    input:  {"stem": "04_softmax", "mutants": {"04_softmax-m001": "<source>", ...}}
+    input:  {"04_softmax": {"04_softmax-m001": "<source>", ...}, ...}   (mutants per step)
     output: {"04_softmax-m001": {"verdict": "equivalent" | "differs" | "crashes", "why": "..."}, ...}
 """
 import json
@@ -223,7 +223,9 @@ def main():
     signal.signal(signal.SIGALRM, _alarm)
     request = json.load(sys.stdin)
     from . import mutants
-    answer = compare(request["stem"], mutants.reference_source(request["stem"]), request["mutants"])
+    answer = {}
+    for stem, sources in request.items():
+        answer.update(compare(stem, mutants.reference_source(stem), sources))
     json.dump(answer, sys.stdout)
 
 

@@ -74,17 +74,24 @@ def reference_source(stem):
 def mutants(stem, operators=OPERATORS):
     """Every mutant of the step's reference, in source order (numbered from 1)."""
     step = contract.step_for_stem(stem)
-    tree = ast.parse(reference_source(stem))
+    return [Mutant(stem, n, *found) for n, found in
+            enumerate(mutate(reference_source(stem), step.framework, operators), start=1)]
+
+
+def mutate(source, framework, operators=OPERATORS):
+    """[(operator, line, function, change, mutated source)] for a module's source; `framework`
+    ("numpy" or "torch") decides how a transpose or a cast is written."""
+    tree = ast.parse(source)
     found = []
     seen = {ast.unparse(tree)}
-    for site in _Sites(step.framework).collect(tree):
+    for site in _Sites(framework).collect(tree):
         if site.operator not in operators:
             continue
         text = site.apply(tree)
         if text in seen:              # two operators making the same program: keep the first
             continue
         seen.add(text)
-        found.append(Mutant(stem, len(found) + 1, site.operator, site.line, site.function, site.change, text))
+        found.append((site.operator, site.line, site.function, site.change, text))
     return found
 
 

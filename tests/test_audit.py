@@ -1,0 +1,125 @@
+"""The mutation audit (autograder/audit.py): its operators, its equivalence check, and a fixed
+sample of mutants of every step graded by the real grader, none of which may keep full marks.
+
+The full audit (`python -m autograder audit`, all mutants of all seven steps, a few minutes) is
+recorded in the README; here a sample of 2 per step, the same every run (seeded), keeps CI fast.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder import audit, contract, mutants
+from conftest import ROOT
+
+
+# ------------------------------------------------------------------ operators
+def _changes(source, framework="numpy"):
+    return {(op, change) for op, _line, _fn, change, _text in mutants.mutate(source, framework)}
+
+
+def test_every_operator_makes_mutants_where_it_applies():
+    found = {op for step in contract.STEPS for op in {m.operator for m in mutants.mutants(step.stem)}}
+    # the references slice nothing: slice-off-by-one is shown on a snippet instead
+    assert set(mutants.OPERATORS) - found == {"slice-off-by-one"}
+    assert ("slice-off-by-one", "a[i:j]: upper bound - 1") in _changes("def f(a, i, j):\n    return a[i:j]\n")
+
+
+def test_the_operators_write_the_mistakes_students_make():
+    softmax = {m.change for m in mutants.mutants("04_softmax")}
+    assert "x - x_max -> x" in softmax                                   # the max-subtraction dropped
+    assert "x - x_max -> x -= x_max; then x" in softmax                  # the caller's array changed
+    assert "np.max(x, axis=axis, keepdims=True): axis= dropped (the whole array)" in softmax
+    assert "keepdims=True -> keepdims=False" in softmax
+    module = {m.change for m in mutants.mutants("07_full_module")}
+    assert ("self.q_proj(x).view(B, T, h, hd).transpose(1, 2) -> self.q_proj(x).reshape(B, h, T, hd)"
+            in module)                                                   # reshape instead of transpose
+    assert "self.out_proj(merged) -> merged" in module                   # a projection dropped
+    assert "math.sqrt(hd) -> math.sqrt(D)" in module                     # another dimension
+    assert "self.k_proj -> self.q_proj" in module                        # one weight for another
+    heads = {m.change for m in mutants.mutants("06_multi_head")}
+    assert "x @ W_K -> W_K @ x" in heads and "k.transpose(-2, -1) -> k" in heads
+    assert any(c.endswith("-> .detach()") for c in heads)
+
+
+def test_every_mutant_is_one_valid_program_and_all_differ():
+    for step in contract.STEPS:
+        found = mutants.mutants(step.stem)
+        assert found, step.stem
+        assert len({m.source for m in found}) == len(found)
+        for m in found:
+            compile(m.source, m.id, "exec")
+            assert m.diff().count("\n+") >= 1
+
+
+# ------------------------------------------------------------------ equivalence
+KNOWN = {
+    # harmless variations: equivalent, whatever the dtype, scale or seed
+    "equivalent": [
+        ("04_softmax", "np.max(x, axis=axis, keepdims=True) -> .astype(np.float32)"),  # a shift is a shift
+        ("05_weighted_sum", "scores / math.sqrt(d_k) -> scores /= math.sqrt(d_k); then scores"),  # its own array
+        ("05_weighted_sum", "default axis -1 -> -2"),        # self_attention passes axis=-1 itself
+        ("07_full_module", "nn.Linear(d_model, d_model, bias=False) -> .double()"),  # the caller sets the dtype
+    ],
+    # mistakes that show only on some probes: large scores, float64, gradients
+    "differs": [
+        ("04_softmax", "x - x_max -> x"),                                 # only large scores overflow
+        ("05_weighted_sum", "X @ W_V -> .astype(np.float32)"),           # only float64 loses digits
+        ("06_multi_head", "weights @ v -> .detach()"),                   # only the gradients differ
+        ("04_softmax", "x - x_max -> x -= x_max; then x"),               # only the caller's array differs
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def known_verdicts():
+    chosen = {}
+    for verdict, cases in KNOWN.items():
+        for stem, change in cases:
+            matches = [m for m in mutants.mutants(stem) if m.change == change]
+            assert matches, (stem, change)
+            chosen[(stem, change)] = matches[0]
+    return chosen, audit.equivalence(list(chosen.values()))
+
+
+@pytest.mark.parametrize("verdict", sorted(KNOWN))
+def test_known_equivalence_classes(known_verdicts, verdict):
+    chosen, verdicts = known_verdicts
+    for stem, change in KNOWN[verdict]:
+        got = verdicts[chosen[(stem, change)].id]
+        assert got["verdict"] == verdict, (stem, change, got)
+
+
+# ------------------------------------------------------------------ a fixed sample, graded for real
+def test_a_sample_of_every_steps_mutants_loses_points_at_its_own_step_only(tmp_path):
+    report = tmp_path / "audit.json"
+    done = subprocess.run([sys.executable, "-m", "autograder", "audit", "--sample", "2", "--seed", "14",
+                           "--jobs", "1", "--report", str(report)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    data = json.loads(report.read_text(encoding="utf-8"))
+    rows = data["mutants"]
+    assert len(rows) == 2 * len(contract.STEPS), done.stdout + done.stderr
+    assert {r["step"] for r in rows} == {s.stem for s in contract.STEPS}
+    for r in rows:
+        assert r["verdict"] in ("killed", "crashed", "equivalent"), r
+        assert not r["other_steps_lost"], r
+        if r["verdict"] != "equivalent":
+            assert r["score"] < r["max_score"] and r["failed_checks"], r
+    assert data["scores"]["all"]["score"] == 1.0
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "mutants" in done.stdout and "survived: wrong code at full marks: 0" in done.stdout
+
+
+def test_a_survivor_is_reported_with_its_diff_and_passed_checks():
+    """Classification from a grade: full marks and not equivalent is a survivor (the audit's exit 1)."""
+    m = mutants.mutants("03_scaling")[0]
+    results = {"extra_data": {"steps": {s.stem: {"score": 10.0, "max_score": 10.0} for s in contract.STEPS}},
+               "tests": [{"name": "3.1 shape", "number": "3.1", "score": 1.0, "max_score": 1.0,
+                          "tags": ["step:03_scaling"]}]}
+    out = audit.classify(m, results, {"verdict": "differs", "why": "different values"})
+    assert out.verdict == "survived"
+    row = out.as_dict(with_diff=True)
+    assert row["passed_checks"] == ["3.1 shape"] and row["diff"].startswith("--- reference")
+    assert audit.scores([out])["03_scaling"]["score"] == 0.0
+    assert audit.classify(m, results, {"verdict": "equivalent"}).verdict == "equivalent"
