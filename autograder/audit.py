@@ -190,8 +190,51 @@ def text(outcomes, timings):
 def write_report(outcomes, timings, path):
     """FILE: the scores, then every mutant; survivors and other findings with their diff and the
     checks they passed."""
+    Path(path).write_text(json.dumps(report_data(outcomes, timings), indent=1, ensure_ascii=False) + "\n",
+                          encoding="utf-8")
+
+
+# ------------------------------------------------------------------ the record in README.md
+RECORD = KIT_ROOT / "docs" / "mutation_audit.json"
+README_BEGIN, README_END = "<!-- audit:mutation begin -->", "<!-- audit:mutation end -->"
+
+
+def report_data(outcomes, timings):
     flagged = {id(o) for _t, found in findings(outcomes) for o in found}
-    data = {"scores": scores(outcomes), "timings_s": {k: round(v, 1) for k, v in timings.items()},
+    return {"scores": scores(outcomes), "timings_s": {k: round(v, 1) for k, v in timings.items()},
             "operators": list(mutation.OPERATORS),
             "mutants": [o.as_dict(with_diff=id(o) in flagged) for o in outcomes]}
-    Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def render(data):
+    """The README's table, from a report's figures."""
+    lines = ["| step | mutants | killed | crashed | equivalent | survived | score |", "|---|---|---|---|---|---|---|"]
+    for key, s in data["scores"].items():
+        lines.append(f"| {key} | {s['mutants']} | {s['killed']} | {s['crashed']} | {s['equivalent']} | "
+                     f"{s['survived']} | {s['score']:.1%} |")
+    lost_elsewhere = sum(1 for m in data["mutants"] if m["other_steps_lost"])
+    equivalent_lost = sum(1 for m in data["mutants"] if m["verdict"] == "equivalent" and m["score"] < m["max_score"])
+    t = data["timings_s"]
+    lines += ["", f"Lost points at another step than their own: {lost_elsewhere}. Equivalent yet marked wrong: "
+                  f"{equivalent_lost}. Took {t['total']:.0f} s ({t['equivalence']:.0f} s equivalence, "
+                  f"{t['grading']:.0f} s grading) on {data['machine']}, {data['date']}, commit {data['commit']}."]
+    return "\n".join(lines)
+
+
+def readme_block(data):
+    return f"{README_BEGIN}\n{render(data)}\n{README_END}"
+
+
+def record(outcomes, timings, jobs):
+    """docs/mutation_audit.json and the README's table (between its markers), from this run."""
+    import datetime
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=KIT_ROOT, capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    data = report_data(outcomes, timings)
+    data.update(date=datetime.date.today().isoformat(), commit=commit,
+                machine=f"{os.cpu_count()} cores, {jobs or os.cpu_count()} workers")
+    RECORD.parent.mkdir(exist_ok=True)
+    RECORD.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    readme = (KIT_ROOT / "README.md").read_text(encoding="utf-8")
+    a, b = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
+    (KIT_ROOT / "README.md").write_text(readme[:a] + readme_block(data) + readme[b:], encoding="utf-8")

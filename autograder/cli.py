@@ -252,6 +252,8 @@ def add_audit(sub):
                                                     "their diff and the checks they passed")
     a.add_argument("--sample", type=int, help="audit only this many mutants per step, drawn with --seed")
     a.add_argument("--seed", type=int, default=0, help="the draw of --sample (default %(default)s)")
+    a.add_argument("--record", action="store_true", help="a full audit only: write docs/mutation_audit.json "
+                                                          "and the README's table from this run")
     a.add_argument("--min-score", type=float, default=0.98,
                    help="exit 1 when a step's mutation score is below this (default %(default)s)")
 
@@ -264,6 +266,9 @@ def audit(args):
         print(f"error: unknown step {', '.join(unknown)}; steps are {', '.join(contract.STEP_BY_STEM)}",
               file=sys.stderr)
         return 2
+    if args.record and (steps or args.sample is not None):
+        print("error: --record records a full audit: leave out --steps and --sample", file=sys.stderr)
+        return 2
 
     def progress(done, total, mutant):
         if done % 10 == 0 or done == total:
@@ -274,6 +279,9 @@ def audit(args):
     if args.report:
         mutation_audit.write_report(outcomes, timings, args.report)
         print(f"report: {for_terminal(args.report)}")
+    if args.record:
+        mutation_audit.record(outcomes, timings, args.jobs)
+        print(f"recorded: {mutation_audit.RECORD.relative_to(mutation_audit.KIT_ROOT)} and README.md")
     table = mutation_audit.scores(outcomes)
     bad = [k for k, v in table.items() if v["score"] < args.min_score]
     found = any(f for _t, f in mutation_audit.findings(outcomes)[1:])

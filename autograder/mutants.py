@@ -7,6 +7,8 @@ whole module's source differing from the reference at one place. The operators f
   matmul-swap         a @ b            -> b @ a
   transpose-drop      x.T, x.transpose(..), np.swapaxes(x, ..)  -> x
   transpose-add       a @ b            -> a^T @ b, a @ b^T   (last two axes swapped)
+  transpose-full      np.swapaxes(K, -1, -2), k.transpose(-2, -1) -> K.T  (every axis reversed)
+  matmul-other        a @ b            -> np.dot(a, b), a * b
   axis-change         axis=-1 / dim=-1 -> another axis; a transpose's axes moved by one
   shape-index         K.shape[-1]      -> K.shape[-2] (a different dimension)
   keepdims-flip       keepdims=True    -> False
@@ -36,7 +38,7 @@ from . import contract
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 
-OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "axis-change", "shape-index", "keepdims-flip",
+OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full", "matmul-other", "axis-change", "shape-index", "keepdims-flip",
              "term-drop", "sqrt-change", "div-mul", "inplace-arg", "dtype-cast", "detach",
              "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "return-swap",
              "argument-swap")
@@ -234,6 +236,11 @@ class _Sites:
             self._add("transpose-add", parent, field, index,
                       ast.BinOp(node.left, ast.MatMult(), self._swap_last(node.right)), node,
                       f"{left} @ {right} -> {left} @ {right}^T")
+            self._add("matmul-other", parent, field, index, ast.BinOp(node.left, ast.Mult(), node.right), node,
+                      f"{left} @ {right} -> {left} * {right}")
+            if not self.torch:
+                dot = _call(_attr(ast.Name("np", ast.Load()), "dot"), node.left, node.right)
+                self._add("matmul-other", parent, field, index, dot, node, f"{left} @ {right} -> {_name(dot)}")
             if isinstance(node.right, ast.Name) and node.right.id in self.weights:
                 self._add("projection-drop", parent, field, index, node.left, node, f"{left} @ {right} -> {left}")
         elif type(node.op) in (ast.Add, ast.Sub):
@@ -265,6 +272,9 @@ class _Sites:
         # transposes: x.transpose(1, 2), np.swapaxes(K, -1, -2), torch.transpose(x, 0, 1)
         if method in TRANSPOSE_METHODS and owner not in ("np", "numpy", "torch"):
             self._add("transpose-drop", parent, field, index, func.value, node, f"{text} -> {_name(func.value)}")
+            if sorted(_int_value(a) for a in node.args) == [-2, -1] if len(node.args) == 2 else False:
+                full = _attr(func.value, "T")
+                self._add("transpose-full", parent, field, index, full, node, f"{text} -> {_name(full)}")
             self._transpose_axes(node, node.args)
             inner = func.value
             if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) \
@@ -277,6 +287,9 @@ class _Sites:
                     self._add("reshape-for-transpose", parent, field, index, new, node, f"{text} -> {_name(new)}")
         elif method in TRANSPOSE_FUNCTIONS and owner in ("np", "numpy", "torch") and node.args:
             self._add("transpose-drop", parent, field, index, node.args[0], node, f"{text} -> {_name(node.args[0])}")
+            if len(node.args) == 3 and sorted(_int_value(a) for a in node.args[1:]) == [-2, -1]:
+                full = _attr(node.args[0], "T")
+                self._add("transpose-full", parent, field, index, full, node, f"{text} -> {_name(full)}")
             self._transpose_axes(node, node.args[1:])
         # a projection layer: self.W_o(x) -> x
         if isinstance(func, ast.Attribute) and _name(func.value) == "self" and func.attr in self.layers and node.args:

@@ -123,3 +123,19 @@ def test_a_survivor_is_reported_with_its_diff_and_passed_checks():
     assert row["passed_checks"] == ["3.1 shape"] and row["diff"].startswith("--- reference")
     assert audit.scores([out])["03_scaling"]["score"] == 0.0
     assert audit.classify(m, results, {"verdict": "equivalent"}).verdict == "equivalent"
+
+
+# ------------------------------------------------------------------ the recorded full run
+def test_the_readme_shows_the_recorded_full_audit_and_it_is_current():
+    """README's table is the output of the recorded run (`audit --record`), that run audited exactly
+    today's mutants, and it met the target: >= 98% killed at every step, no kit bug found."""
+    data = json.loads(audit.RECORD.read_text(encoding="utf-8"))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    a, b = readme.index(audit.README_BEGIN), readme.index(audit.README_END) + len(audit.README_END)
+    assert readme[a:b] == audit.readme_block(data), "rerun `python -m autograder audit --record`"
+    recorded = [(m["id"], m["change"]) for m in data["mutants"]]
+    current = [(m.id, m.change) for step in contract.STEPS for m in mutants.mutants(step.stem)]
+    assert recorded == current, "the references or the operators changed: rerun `python -m autograder audit --record`"
+    assert all(s["score"] >= 0.98 for s in data["scores"].values()), data["scores"]
+    assert not any(m["other_steps_lost"] for m in data["mutants"])
+    assert not any(m["verdict"] == "equivalent" and m["score"] < m["max_score"] for m in data["mutants"])
