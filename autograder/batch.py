@@ -221,24 +221,63 @@ def _read_zip(path):
 
 # ------------------------------------------------------------------ fingerprints (resume)
 _grader_hash = None
-# the modules whose code decides a score or what results.json holds
-GRADING_MODULES = ("checks.py", "contract.py", "grading.py", "inputs.py", "isolation.py", "misconceptions.py",
-                   "report.py", "sandbox.py", "tolerances.py", "variants.py", "zygote.py", "__init__.py",
-                   "gradients.py", "complexity.py", "forbidden_apis.toml",
-                   "i18n.py", "locale")       # the messages' translations: the results hold them
+# what decides a score or what results.json holds: derived, not listed (grading_files)
+GRADING_ROOTS = ("grading.py", "batch.py")      # the run of one submission, from a folder or from plain data
+GRADING_DATA = ("suites", "child", "locale", "forbidden_apis.toml")
+
+
+def grading_files():
+    """The kit's files that decide a grade: every module of the package that grading.py or
+    batch.py (the worker's side) or a hidden suite imports, followed import by import through the
+    package, plus the suites, the child's code, the translations, the forbidden-API list and the
+    references. Derived from the code, so a new module is counted without anyone listing it."""
+    import ast
+    here = KIT_ROOT / "autograder"
+    todo = [here / m for m in GRADING_ROOTS] + sorted((here / "suites").glob("*.py"))
+    seen = set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        package = path.parent
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                base = (node.module or "").split(".")
+                if node.level:                          # from . import x / from .x import y
+                    root = package
+                    for _ in range(node.level - 1):
+                        root = root.parent
+                    parts = [p for p in base if p]
+                elif base[0] == "autograder":           # from autograder.x import y
+                    root, parts = here, base[1:]
+                else:
+                    continue
+                names = [parts + [a.name] for a in node.names] + [parts]
+            elif isinstance(node, ast.Import):
+                root = here
+                names = [a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "autograder"]
+            for parts in names:
+                target = root.joinpath(*parts) if parts else root
+                todo += [target.with_suffix(".py"), target / "__init__.py"]
+    files = set(seen)
+    for name in GRADING_DATA:
+        target = here / name
+        files |= set(target.rglob("*")) if target.is_dir() else {target}
+    files |= set((KIT_ROOT / "solutions").rglob("*"))
+    return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ini", ".json", ".toml", ".po")
+                  and "__pycache__" not in p.parts)
 
 
 def grader_fingerprint(limits):
-    """Hash of everything that decides a grade besides the student's files: the hidden suites,
-    the references, the grading code (not the command line or the other report formats), the limits."""
+    """Hash of everything that decides a grade besides the student's files (grading_files: the
+    hidden suites, the references, the grading code, the translations) and the limits."""
     global _grader_hash
     if _grader_hash is None:
         h = hashlib.sha256(__version__.encode())
-        here = KIT_ROOT / "autograder"
-        for folder in (here / "suites", here / "child", KIT_ROOT / "solutions", *(here / m for m in GRADING_MODULES)):
-            for path in sorted(folder.rglob("*") if folder.is_dir() else [folder]):
-                if path.is_file() and path.suffix in (".py", ".ini", ".json", ".toml") and "__pycache__" not in path.parts:
-                    h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
+        for path in grading_files():
+            h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
         _grader_hash = h.hexdigest()
     return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
 

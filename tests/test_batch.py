@@ -232,3 +232,24 @@ def test_grade_all_in_chinese_and_a_rerun_in_english_regrades(tmp_path):
     english = batch_results(out, "carol")
     assert [(t["number"], t["score"]) for t in english["tests"]] == [(t["number"], t["score"]) for t in chinese["tests"]]
     assert not any(re.search("[\u4e00-\u9fff]", t["output"]) for t in english["tests"])
+
+
+def test_what_decides_a_grade_is_derived_from_the_imports():
+    """The resume fingerprint covers every module the grading code imports, found import by import
+    (memo.py, imported by the suites only, was missed by the old hand-written list)."""
+    import sys as _sys
+    from autograder import batch as _batch
+    names = {str(p.relative_to(_batch.KIT_ROOT)) for p in _batch.grading_files()}
+    for needed in ("autograder/memo.py", "autograder/submitted_files.py", "autograder/suites/test_04_softmax.py",
+                   "autograder/child/runner.py", "solutions/step07_full_module.py", "autograder/forbidden_apis.toml",
+                   "autograder/tolerances.py", "autograder/gradients.py"):
+        assert needed in names, needed
+    # every kit module a grading run has imported in this process is among them
+    import autograder.grading  # noqa: F401
+    loaded = {m.__file__ for name, m in list(_sys.modules.items())
+              if name.startswith("autograder.") and getattr(m, "__file__", None)}
+    shown = {str(p) for p in _batch.grading_files()}
+    reporting = {"cli", "html_report", "class_report", "github", "junit", "gradescope", "release", "crosscheck",
+                 "audit", "mutants", "equivalence", "nbgrader_wall", "notebook_i18n"}
+    missing = {f for f in loaded - shown if Path(f).stem not in reporting and "/tests/" not in f}
+    assert not missing, missing

@@ -1,5 +1,8 @@
 """The command line: what it accepts, what it writes, and that it exits 0 whatever the student scored."""
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from conftest import ROOT, by_step, run_grader
 
@@ -88,3 +91,15 @@ def test_student_text_reaches_the_terminal_escaped_and_every_report_is_written(t
     commands = [c.split("::")[1] for c in workflow_commands(out)]
     assert len(commands) == 7 and all(c.startswith("error ") for c in commands)      # one per step
     assert "error file=04_softmax.py,title=Step 4 (0/10)%3A Numerically stable softmax" in commands
+
+
+def test_one_entry_point_whichever_way_the_grader_is_started():
+    """`attention-kit` and `python -m autograder` run the same main (threads, early zygote, fast exit)."""
+    from importlib.metadata import entry_points
+    script = [e for e in entry_points(group="console_scripts") if e.name == "attention-kit"]
+    assert [e.value for e in script] == ["autograder.entry:main"]
+    main_module = (ROOT / "autograder" / "__main__.py").read_text()
+    assert "from .entry import main" in main_module and "cli" not in main_module
+    done = subprocess.run([str(Path(sys.executable).parent / "attention-kit"), "grade", "--help"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "--results" in done.stdout
