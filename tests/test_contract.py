@@ -1,0 +1,82 @@
+"""The contract (autograder/contract.py) is typed code, and what shows it reads it or is checked
+against it: the README's table is rendered from it, the references and the released stubs define
+exactly its names with its parameters, and the notebooks' step metadata names its steps."""
+import ast
+import inspect
+import json
+
+import pytest
+
+from autograder import contract
+from conftest import ROOT
+
+
+def test_the_readme_table_is_the_contract():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert readme.count(contract.README_BEGIN) == 1
+    a, b = readme.index(contract.README_BEGIN), readme.index(contract.README_END) + len(contract.README_END)
+    assert readme[a:b] == contract.readme_table(), "README's contract table is stale: paste contract.readme_table()"
+
+
+def _parameters(fn, skip_self=False):
+    params = list(inspect.signature(fn).parameters.values())
+    if skip_self:
+        params = params[1:]
+    return tuple(p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}" for p in params)
+
+
+@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
+def test_the_reference_defines_the_contract(step):
+    import importlib
+    ref = importlib.import_module(f"solutions.step{step.stem}")
+    for item in step.api:
+        obj = getattr(ref, item.name)
+        if isinstance(item, contract.Module):
+            assert _parameters(obj.__init__, skip_self=True) == tuple(a.name for a in item.init), item.name
+            assert _parameters(obj.forward, skip_self=True) == tuple(a.name for a in item.forward.args)
+            import torch
+            layer = obj(*[12, 3][:len(item.init) - ("bias=True" in [a.name for a in item.init])])
+            for name in item.layers:
+                assert isinstance(getattr(layer, name), torch.nn.Linear), (item.name, name)
+        else:
+            assert _parameters(obj) == tuple(a.name for a in item.args), item.name
+
+
+def _defined(nb_path):
+    """{name: parameter names} of the functions and classes (their __init__ and forward) the
+    notebook's code cells define."""
+    nb = json.loads(nb_path.read_text(encoding="utf-8"))
+    found = {}
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                found[node.name] = _args(node)
+            elif isinstance(node, ast.ClassDef):
+                found[node.name] = {m.name: _args(m)[1:] for m in node.body if isinstance(m, ast.FunctionDef)}
+    return found, nb["metadata"].get("attention_kit", {})
+
+
+def _args(fn):
+    a = fn.args
+    defaults = [None] * (len(a.args) - len(a.defaults)) + [ast.unparse(d) for d in a.defaults]
+    return tuple(x.arg if d is None else f"{x.arg}={d}" for x, d in zip(a.args, defaults))
+
+
+@pytest.mark.parametrize("folder", ["source/self_attention", "assignments/self_attention"])
+@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
+def test_master_and_stub_define_the_contract_and_name_their_step(folder, step):
+    found, meta = _defined(ROOT / folder / f"{step.stem}.ipynb")
+    assert meta.get("stem") == step.stem and meta.get("step") == step.number, meta
+    for item in step.api:
+        assert item.name in found, (folder, step.stem, item.name)
+        if isinstance(item, contract.Module):
+            assert found[item.name]["__init__"] == tuple(a.name for a in item.init)
+            assert found[item.name]["forward"] == tuple(a.name for a in item.forward.args)
+        else:
+            assert found[item.name] == tuple(a.name for a in item.args), (folder, item.name)
