@@ -22,7 +22,6 @@ import hashlib
 import io
 import json
 import os
-import re
 import shutil
 import stat
 import sys
@@ -32,7 +31,7 @@ import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-from . import __version__, contract, i18n, submitted_files, safe_text
+from . import __version__, atomic, contract, i18n, submitted_files, safe_text
 from .i18n import _
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
@@ -247,7 +246,7 @@ def grading_files():
                 base = (node.module or "").split(".")
                 if node.level:                          # from . import x / from .x import y
                     root = package
-                    for _ in range(node.level - 1):
+                    for _level in range(node.level - 1):
                         root = root.parent
                     parts = [p for p in base if p]
                 elif base[0] == "autograder":           # from autograder.x import y
@@ -306,16 +305,6 @@ def previous_result(out_dir, sub, fp):
         return data if stored.get("fingerprint") == fp and stored.get("student") == sub.student else None
     except (OSError, ValueError, AttributeError):
         return None
-
-
-def write_atomically(path, data):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".results-", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 # ------------------------------------------------------------------ the task (runs in a worker)
@@ -487,7 +476,7 @@ def _store(out_dir, sub, fp, results):
     its results folder."""
     results.setdefault("extra_data", {})["batch"] = {"student": sub.student, "source": sub.source,
                                                      "results": sub.key, "fingerprint": fp}
-    write_atomically(results_path(out_dir, sub.key), results)
+    atomic.write_json(results_path(out_dir, sub.key), results)
     return results
 
 
@@ -504,6 +493,4 @@ def write_csv(path, results_by_student):
                    + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
                    + [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}",
                       safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
-    tmp = Path(str(path) + ".tmp")
-    tmp.write_text(buf.getvalue(), encoding="utf-8")
-    os.replace(tmp, path)
+    atomic.write_text(path, buf.getvalue())

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import quote
 
-from . import __version__, contract, i18n, misconceptions, similarity
+from . import __version__, atomic, contract, i18n, misconceptions, similarity
 from .i18n import _, translate
 
 STEPS = contract.STEPS
@@ -616,14 +616,8 @@ def write_feedback(out_dir, entry):
         page = html_report.render(feedback_report(entry), {}, entry.student)
     path = Path(out_dir) / entry.key / FEEDBACK_PAGE
     data = page.encode("utf-8", "backslashreplace")
-    try:
-        if path.read_bytes() == data:
-            return path
-    except OSError:
-        pass
-    tmp = path.with_name(f".{FEEDBACK_PAGE}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    if not atomic.same_content(path, data):
+        atomic.write_bytes(path, data)
     return path
 
 
@@ -687,7 +681,4 @@ def _sim_json(sim, codes):
 
 
 def _write(path, text):
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
-    os.replace(tmp, path)
+    atomic.write_text(path, text, errors="backslashreplace")

@@ -23,13 +23,9 @@ import re
 import secrets
 
 from .i18n import _
-from .safe_text import for_github_data, for_github_property, for_terminal
+from .safe_text import clip, for_github_data, for_github_property, for_terminal
 
 MAX_MESSAGE = 1000        # characters of one check's message in an annotation or a Classroom test
-
-
-def _clip(text, limit=MAX_MESSAGE):
-    return text if len(text) <= limit else text[:limit] + " [...]"
 
 
 def _fmt(x):
@@ -41,7 +37,7 @@ def classroom_result(report):
     """The grading reporter's JSON: one test per check, points as each check's score."""
     tests = [{"name": f"{c.number} {s.step.shown_title}: {c.name}",
               "status": "pass" if c.status == "passed" else "fail",
-              "score": c.score, "message": "" if c.status == "passed" else _clip(c.output),
+              "score": c.score, "message": "" if c.status == "passed" else clip(c.output, MAX_MESSAGE),
               "test_code": "", "filename": s.file or "", "line_no": 0, "duration": 0}
              for s in report.steps for c in s.checks]
     status = ("error" if report.internal_errors else
@@ -142,12 +138,12 @@ def annotations(report, paths=None):
             for c in failed:      # one broken function fails many checks with the same words
                 first = c.output.strip().splitlines()[0] if c.output.strip() else _("failed")
                 lines.append(f"{c.number} {c.name}: "
-                             + (_("same as {check}", check=seen[first]) if first in seen else _clip(first, 300)))
+                             + (_("same as {check}", check=seen[first]) if first in seen else clip(first, 300)))
                 seen.setdefault(first, c.number)
             message = "\n".join(lines)
         where = paths.get(s.step.stem) or s.file
         props = (f"file={_escape_property(str(where))}," if where else "") + f"title={_escape_property(title)}"
-        out.append(f"::error {props}::{_escape_data(_clip(message, 4000))}")
+        out.append(f"::error {props}::{_escape_data(clip(message, 4000))}")
     return out
 
 

@@ -22,7 +22,8 @@ from . import contract, i18n, isolation, misconceptions, safe_text
 from .checks import Returned, Seq, Student
 from .i18n import _, translate
 from .inputs import randn, rounded
-from .report import MAX_PRINTED, _clip
+from .report import MAX_PRINTED
+from .safe_text import clip
 from .sandbox import Budget, Limits, NotDefined, StepSession, StudentProblem
 
 HEATMAP_STEPS = ("04_softmax", "05_weighted_sum", "06_multi_head", "07_full_module")
@@ -271,7 +272,7 @@ def render(report, examples, name):
         body = _maps(examples[s.step.stem]) if s.step.stem in examples else ""
         if s.printed.strip():
             body += (f'<p class="note">{_e(_("What your code printed:"))}</p>'
-                     f'<pre class="printed">{_e(_clip(s.printed, MAX_PRINTED))}</pre>')
+                     f'<pre class="printed">{_e(clip(s.printed, MAX_PRINTED))}</pre>')
         sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
                         f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>{body}'
                         f'<table>{_header_row(_("check"), _("what"), _("points"), _("message"))}'

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from . import contract, grading, i18n
 from .i18n import _
+from .safe_text import clip
 
 MAX_MESSAGE = 1500        # characters of one check's message printed in the cell
 LANGUAGE_ENV = "ATTENTION_KIT_LANG"
@@ -101,10 +102,6 @@ def stderr_diverted():
         spool.close()
 
 
-def _clip(text):
-    return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE] + " [...]"
-
-
 def _grade_lines(step, folder):
     """(points, lines to print) for one step file in `folder`."""
     files = [Path(folder) / name for name in step.files if (Path(folder) / name).exists()]
@@ -117,7 +114,7 @@ def _grade_lines(step, folder):
         mark = _("[pass]") if c.status == "passed" else _("[FAIL]")
         lines.append(f"{mark} {c.number} {c.name} ({c.score:g}/{c.max_score:g})")
         if c.status != "passed":
-            lines.append("    " + _clip(c.output).replace("\n", "\n    "))
+            lines.append("    " + clip(c.output, MAX_MESSAGE).replace("\n", "\n    "))
     for number, name, reason in result.skipped:
         lines.append(f"{_('[skip]')} {number} {name}: {reason}")
     lines.append(_("Step {step}: {score}/{max_score}", step=step.number, score=f"{result.score:g}",

@@ -1,18 +1,12 @@
 """Reports from a graded submission: Gradescope results.json and the terminal table."""
-import json
-import os
-import tempfile
 import unicodedata
 
-from . import __version__
+from . import __version__, atomic
 from .i18n import _
+from .safe_text import clip
 
 MAX_OUTPUT = 4000          # characters of one check's output kept in results.json
 MAX_PRINTED = 2000         # characters of a step's printed output kept
-
-
-def _clip(text, limit):
-    return text if len(text) <= limit else text[:limit] + _("\n... ({n} more characters)", n=len(text) - limit)
 
 
 def gradescope(report):
@@ -22,10 +16,10 @@ def gradescope(report):
         for c in step.checks:
             tests.append({"name": f"{c.number} {step.step.shown_title}: {c.name}", "number": c.number,
                           "score": c.score, "max_score": c.max_score, "status": c.status,
-                          "output": _clip(c.output, MAX_OUTPUT), "visibility": "visible",
+                          "output": clip(c.output, MAX_OUTPUT), "visibility": "visible",
                           "tags": c.tags})
     steps = {s.step.stem: {"file": s.file, "score": s.score, "max_score": s.max_score,
-                           "printed": _clip(s.printed, MAX_PRINTED),
+                           "printed": clip(s.printed, MAX_PRINTED),
                            "skipped": [{"number": n, "name": nm, "reason": r} for n, nm, r in s.skipped]}
              for s in report.steps}
     return {"score": report.score, "output": summary_line(report), "visibility": "visible",
@@ -39,13 +33,7 @@ def gradescope(report):
 
 def write_results(report, path):
     """Write results.json atomically: a file or link planted at `path` is replaced, never followed."""
-    path = os.path.abspath(path)
-    fd, tmp = tempfile.mkstemp(prefix=".results-", dir=os.path.dirname(path))
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(gradescope(report), f, indent=2)
-        f.write("\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    atomic.write_json(path, gradescope(report))
 
 
 def summary_line(report):

@@ -107,3 +107,9 @@ def file_name(name, hashed=False):
                        for ch in unicodedata.normalize("NFC", visible(name, "")))
     readable = re.sub(r"_+", "_", readable)[:READABLE_CHARS].lstrip(".-") or "_"
     return f"{readable}~{name_hash(name)}"
+
+
+def clip(text, limit):
+    """`text` cut to `limit` characters, saying how much was left out (the one clip of every report)."""
+    from .i18n import _
+    return text if len(text) <= limit else text[:limit] + _("\n... ({n} more characters)", n=len(text) - limit)

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import contract
+from . import atomic, contract
 
 KIT_ROOT = Path(__file__).resolve().parent.parent
 STUBS = KIT_ROOT / "assignments" / contract.ASSIGNMENT
@@ -130,15 +130,9 @@ def store_code(folder, files):
     folder = Path(folder)
     data = json.dumps({"version": 1, "steps": own_code(files)}, indent=1, ensure_ascii=False) + "\n"
     path = folder / CODE_FILE
-    try:
-        if path.read_text(encoding="utf-8", errors="surrogateescape") == data:
-            return path
-    except OSError:
-        pass
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{CODE_FILE}.tmp"
-    tmp.write_text(data, encoding="utf-8", errors="surrogateescape")
-    os.replace(tmp, path)
+    encoded = data.encode("utf-8", "surrogateescape")
+    if not atomic.same_content(path, encoded):
+        atomic.write_bytes(path, encoded)
     return path
 
 

@@ -72,9 +72,11 @@ def scores_expr(rng, q, k):
                       f'np.einsum("...qd,...kd->...qk", {q}, {k})', f'np.einsum("...id,...jd->...ij", {q}, {k})'])
 
 
-def scale_expr(rng, s, d):
-    return pick(rng, [f"{s} / np.sqrt({d})", f"{s} / math.sqrt({d})", f"{s} * {d} ** -0.5", f"{s} / {d} ** 0.5",
-                      f"np.divide({s}, np.sqrt({d}))", f"{s} * (1.0 / math.sqrt({d}))"])
+def scale_expr(rng, s, d, promotion_ok=True):
+    """A correct scaling. NumPy 2's float64 promotion by np.sqrt is accepted in step 3 only
+    (promotion_ok); in step 5's chain a float32 input must give float32."""
+    keep = [f"{s} / math.sqrt({d})", f"{s} * {d} ** -0.5", f"{s} / {d} ** 0.5", f"{s} * (1.0 / math.sqrt({d}))"]
+    return pick(rng, keep + ([f"{s} / np.sqrt({d})", f"np.divide({s}, np.sqrt({d}))"] if promotion_ok else []))
 
 
 def prelude(rng, names):
@@ -200,7 +202,7 @@ def step05(rng, kind):
         _, b4 = step04(rng, "correct")
         blocks += b1 + b2 + b4
         lines = ["$q, $k, $v = project_qkv(X, W_Q, W_K, W_V)",
-                 f"$s = {pick(rng, ['attention_scores($q, $k) / np.sqrt(' + d + ')', 'attention_scores($q, $k) * ' + d + ' ** -0.5'])}",
+                 f"$s = {pick(rng, ['attention_scores($q, $k) / math.sqrt(' + d + ')', 'attention_scores($q, $k) * ' + d + ' ** -0.5'])}",
                  "$w = softmax($s, axis=-1)", f"return weighted_sum({mix}, $v), $w"]
     else:
         lines = prelude(rng, ["X"])
@@ -212,9 +214,9 @@ def step05(rng, kind):
             lines += [f"$hd = {d}"]
             d = "$hd"
         if rng.random() < 0.5:
-            lines += [f"$s = {scores_expr(rng, '$q', '$k')}", f"$s = {scale_expr(rng, '$s', d)}"]
+            lines += [f"$s = {scores_expr(rng, '$q', '$k')}", f"$s = {scale_expr(rng, '$s', d, promotion_ok=False)}"]
         else:
-            lines += [f"$s = {scale_expr(rng, scores_expr(rng, '$q', '$k'), d)}"]
+            lines += [f"$s = {scale_expr(rng, scores_expr(rng, '$q', '$k'), d, promotion_ok=False)}"]
         lines += [ln.replace("return ", "$w = ") for ln in softmax_lines(rng, "correct", "$s", "-1")]
         lines += pick(rng, [[f"return weighted_sum({mix}, $v), $w"],
                             [f"$o = weighted_sum({mix}, $v)", "return $o, $w"]])
