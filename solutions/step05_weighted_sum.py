@@ -5,28 +5,28 @@ import math
 import numpy as np
 
 
-# Step 1, repeated: about 1 minute
+# Difficulty: ★☆☆, about 1 minute (step 1, copied)
 def project_qkv(X, W_Q, W_K, W_V):
     """Step 1 (repeated here so this step stands alone). Shapes as in step 1."""
     # Copy your solution from step 1 (01_projection).
     return X @ W_Q, X @ W_K, X @ W_V
 
 
-# Step 2, repeated: about 1 minute
+# Difficulty: ★☆☆, about 1 minute (step 2, copied)
 def attention_scores(Q, K):
     """Step 2: (..., T_q, d_k), (..., T_k, d_k) -> (..., T_q, T_k)."""
     # Copy your solution from step 2 (02_scores).
     return Q @ np.swapaxes(K, -1, -2)
 
 
-# Step 3, repeated: about 1 minute
+# Difficulty: ★☆☆, about 1 minute (step 3, copied)
 def scale_scores(scores, d_k):
     """Step 3: divide by sqrt(d_k)."""
     # Copy your solution from step 3 (03_scaling).
     return scores / math.sqrt(d_k)
 
 
-# Step 4, repeated: about 2 minutes
+# Difficulty: ★☆☆, about 2 minutes (step 4, copied)
 def softmax(x, axis=-1):
     """Step 4: numerically stable softmax along `axis`."""
     # Copy your solution from step 4 (04_softmax).
