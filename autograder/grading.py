@@ -1,6 +1,6 @@
 """Grade one submission: find its step files, run the hidden suites against them, collect results.
 
-The hidden suites are ordinary pytest files (suites/test_<stem>.py). They run here, in the
+The hidden suites are ordinary pytest files (suites/step<stem>.py, e.g. suites/step04_softmax.py). They run here, in the
 trusted parent, through `pytest.main`; each step's student code runs in its own child process
 (sandbox.StepSession), reached through the `student` fixture. This module turns pytest's
 outcomes into scored checks.
@@ -437,7 +437,7 @@ class BoundedLog(io.StringIO):
 
 def pytest_args(wanted):
     """pytest's command line for the suites of the `wanted` steps."""
-    return [str(SUITES_DIR / f"test_{s.stem}.py") for s in wanted] + [
+    return [str(SUITES_DIR / f"step{s.stem}.py") for s in wanted] + [
         "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
         "--import-mode=importlib", "-q", "-s", "--no-header", "-p", "no:randomly",
         # the plugin reads each outcome itself: pytest's own failure report (a traceback formatted

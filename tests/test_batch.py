@@ -240,7 +240,7 @@ def test_what_decides_a_grade_is_derived_from_the_imports():
     import sys as _sys
     from autograder import batch as _batch
     names = {str(p.relative_to(_batch.KIT_ROOT)) for p in _batch.grading_files()}
-    for needed in ("autograder/memo.py", "autograder/submitted_files.py", "autograder/suites/test_04_softmax.py",
+    for needed in ("autograder/memo.py", "autograder/submitted_files.py", "autograder/suites/step04_softmax.py",
                    "autograder/child/runner.py", "solutions/step07_full_module.py", "autograder/forbidden_apis.toml",
                    "autograder/tolerances.py", "autograder/gradients.py"):
         assert needed in names, needed

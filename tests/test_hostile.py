@@ -222,7 +222,7 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
         assert phrase in failed[0]
     assert (tmp_path / "results.json").stat().st_size < 64_000, "results stay small"
     text = (tmp_path / "results.json").read_text()
-    assert "BEGIN SOLUTION" not in text and "test_04_softmax" not in text and "solutions/" not in text
+    assert "BEGIN SOLUTION" not in text and "step04_softmax" not in text and "solutions/" not in text
     # nothing of the grader's own processes: their command lines name the kit's paths
     assert "autograder/" not in text and "zygote.py" not in text and "pytest" not in text
     assert kit_fingerprint() == before, "no file of the kit changed"

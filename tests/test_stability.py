@@ -115,7 +115,7 @@ def test_unstable_code_loses_exactly_the_stability_point(graded, label, stem, co
 # ------------------------------------------------------------------ the CUDA half-precision cases, on the CPU
 def _suite(stem):
     """A hidden suite as a module, for its helpers."""
-    spec = importlib.util.spec_from_file_location(f"suite_{stem}", ROOT / "autograder" / "suites" / f"test_{stem}.py")
+    spec = importlib.util.spec_from_file_location(f"suite_{stem}", ROOT / "autograder" / "suites" / f"step{stem}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -71,9 +71,9 @@ def test_a_broken_hidden_suite_stops_the_grader_with_its_error(submissions, tmp_
     """The grader's own fault, told in full: pytest's terminal report is off, the error is not lost."""
     suites = tmp_path / "suites"
     shutil.copytree(grading.SUITES_DIR, suites, ignore=shutil.ignore_patterns("__pycache__"))
-    (suites / f"test_{STEP}.py").write_text("import no_such_module_for_the_suite\n")
+    (suites / f"step{STEP}.py").write_text("import no_such_module_for_the_suite\n")
     monkeypatch.setattr(grading, "SUITES_DIR", suites)
     # pytest's importlib mode would reuse the real suite, imported under the same name earlier
-    monkeypatch.delitem(sys.modules, f"test_{STEP}", raising=False)
+    monkeypatch.delitem(sys.modules, f"step{STEP}", raising=False)
     with pytest.raises(RuntimeError, match="no_such_module_for_the_suite"):
         grading.grade(submissions["kept"], steps=[STEP])
