@@ -21,12 +21,12 @@ import pytest
 
 from . import contract, submitted_files
 from .checks import NOTES, CheckFailed
+from .student import STEP_SESSIONS
 from .i18n import _, translate
 from . import isolation
 from .sandbox import Budget, Limits, StepSession, StudentProblem
 
 SUITES_DIR = Path(__file__).parent / "suites"
-SESSIONS = pytest.StashKey[dict]()
 
 
 @dataclass
@@ -251,7 +251,7 @@ class GradingPlugin:
         for job in self.jobs:
             self.job = job
             try:
-                self.config.stash[SESSIONS] = job.sessions
+                self.config.stash[STEP_SESSIONS] = job.sessions
                 items = [i for i in session.items if i.module.STEP in job.stems]
                 for i, item in enumerate(items):
                     # the starter starts the steps in order: step 1 can be graded while the

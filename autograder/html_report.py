@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from . import contract, i18n, isolation, misconceptions, safe_text
-from .checks import Returned, Seq, Student
+from .checks import Returned, Seq
+from .student import Student
 from .i18n import _, translate
 from .inputs import randn, rounded
 from .report import MAX_PRINTED

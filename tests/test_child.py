@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from autograder import contract
-from autograder.checks import Student
+from autograder.student import Student
 from autograder.sandbox import (Limits, NotDefined, StepSession, StudentCrashed, StudentRaised,
                                 StudentTimedOut)
 

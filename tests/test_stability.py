@@ -15,7 +15,8 @@ from string import Template
 import pytest
 
 from autograder import contract
-from autograder.checks import CheckFailed, Student
+from autograder.checks import CheckFailed
+from autograder.student import Student
 from autograder.sandbox import Limits, StepSession
 from conftest import ROOT
 

@@ -2,8 +2,7 @@
 import pytest
 
 from autograder import contract, misconceptions
-from autograder.checks import Student
-from autograder.grading import SESSIONS
+from autograder.student import STEP_SESSIONS, Student
 from autograder.i18n import _
 
 
@@ -18,7 +17,7 @@ def step_framework(request):
 @pytest.fixture(scope="module")
 def student(request):
     """The student's code for this suite's step (a `Student` adapter, CPU inputs)."""
-    sessions = request.config.stash[SESSIONS]
+    sessions = request.config.stash[STEP_SESSIONS]
     return Student(sessions[request.module.STEP])
 
 
