@@ -75,7 +75,7 @@ CATALOGUE = {m.id: m for m in (
         {"torch": N_("normalise over the last dimension: torch.softmax(scores, dim=-1), or dim=-1 with "
                      "keepdim=True in both the max and the sum.")}),
     Misconception(
-        "softmax-unstable", (4, 5, 6),
+        "softmax-unstable", (4, 5, 6, 7),
         N_("your softmax overflows on large scores: exp() of a large number is inf, and inf / inf is nan."),
         N_("Subtracting the row maximum before exp() changes nothing mathematically and keeps every "
            "exponent at most 0."),
@@ -83,7 +83,7 @@ CATALOGUE = {m.id: m for m in (
         {"torch": N_("use torch.softmax(scores, dim=-1), or subtract scores.amax(dim=-1, keepdim=True) before "
                      "exp().")}),
     Misconception(
-        "softmax-global-max", (4, 5, 6),
+        "softmax-global-max", (4, 5, 6, 7),
         N_("you subtracted the maximum of the whole array instead of each row's own: on rows far below that "
            "maximum every exp() underflows to 0, and 0 / 0 is nan."),
         N_("Subtracting a row's own maximum keeps its largest exponent at exactly 0, so the row's sum is at least "

@@ -193,6 +193,9 @@ CASES = [
     ("projection-swapped", "07_full_module",
      dict(single_qkv="self.W_v(x), self.W_k(x), self.W_q(x)",
           multi_qkv="(self.v_proj(x), self.k_proj(x), self.q_proj(x))"), "7.2 7.3 7.5 7.6 7.7 7.14"),
+    ("softmax-unstable", "07_full_module", dict(softmax="s.exp() / s.exp().sum(-1, keepdim=True)"), "7.15"),
+    ("softmax-global-max", "07_full_module",
+     dict(softmax="(s - s.max()).exp() / (s - s.max()).exp().sum(-1, keepdim=True)"), "7.15"),
     # in the multi-head module only
     ("scale-by-d-model", "07_full_module", dict(head_dim="D"), "7.5 7.6 7.7 7.14"),
     ("heads-reshape-no-transpose", "07_full_module", dict(split="t.view(B, self.h, T, -1)"), "7.5 7.6 7.7 7.14"),

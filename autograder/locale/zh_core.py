@@ -324,8 +324,8 @@ MESSAGES = {
 
     # ------------------------------------------------------------ step 5
     "weighted_sum gives (..., T_q, d_v) for T_q != T_k": "T_q != T_k 时，weighted_sum 给出 (..., T_q, d_v)",
-    "weighted_sum = weights @ V, float64 (T_q == T_k, so a transpose would fit the shape)":
-        "weighted_sum = weights @ V，float64（T_q == T_k，所以转置后形状也对得上）",
+    "weighted_sum = weights @ V, float64 and float32 (dtype kept; T_q == T_k, so a transpose would fit the shape)":
+        "weighted_sum = weights @ V，float64 和 float32（保持 dtype；T_q == T_k，所以转置后形状也对得上）",
     "self_attention returns out (..., T, d_v) and weights (..., T, T)":
         "self_attention 返回 out (..., T, d_v) 和 weights (..., T, T)",
     "softmax(Q K^T / sqrt(d_k)) V and its weights, float64": "softmax(Q K^T / sqrt(d_k)) V 及其权重，float64",

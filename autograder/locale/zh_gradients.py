@@ -7,6 +7,9 @@ MESSAGES = {
         "两个模块：对 x 和每个参数的梯度与参考实现一致（float64），且通过 gradcheck",
     "Large-magnitude X (scores in the thousands), float64 and float32: no NaN or inf, values still right":
         "X 数值很大（分数达到几千），float64 和 float32：没有 NaN 或 inf，数值依然正确",
+    "No overflow when scores reach the thousands, float64 and float32, both modules: out and attn_weights finite, "
+    "values right":
+        "分数达到几千时不溢出，float64 和 float32，两个模块：out 和 attn_weights 均为有限值，数值正确",
     "No overflow when scores reach the thousands, float64 and float32: out and weights finite, values right":
         "分数达到几千时不溢出，float64 和 float32：out 和 weights 均为有限值，数值正确",
     "On CUDA, float16: results stay float16 on the GPU, match the reference and survive large scores":

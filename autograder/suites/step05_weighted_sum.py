@@ -37,12 +37,17 @@ def test_weighted_sum_shape(student):
 
 
 @check("5.2", points=2, kind="numbers")
-def test_weighted_sum_numbers(student):
-    """weighted_sum = weights @ V, float64 (T_q == T_k, so a transpose would fit the shape)"""
+def test_weighted_sum_numbers(student, request):
+    """weighted_sum = weights @ V, float64 and float32 (dtype kept; T_q == T_k, so a transpose would fit the shape)"""
     weights, V = _weights_v("5.2", T_q=7)
     got, what = _weighted_sum(student, weights, V)
     expect_close(got, ref.weighted_sum(weights, V), what, "float64",
                  variants={"weights-transposed": variants.swap_last(weights) @ V})
+    (w32, w64), (v32, v64) = rounded(weights, "float32"), rounded(V, "float32")
+    got, what = _weighted_sum(student, w32, v32)
+    expect_dtype(request, got, "float32", what, "numpy")
+    expect_close(got, ref.weighted_sum(w64, v64), what, "float32",
+                 variants={"weights-transposed": variants.swap_last(w64) @ v64})
 
 
 # ------------------------------------------------------------------ self_attention
