@@ -22,6 +22,7 @@ whole module's source differing from the reference at one place. The operators f
   weight-reuse        W_K -> W_Q, self.k_proj -> self.q_proj, ...
   slice-off-by-one    a[i:j]           -> a[i+1:j], a[i:j-1], ...
   reshape-for-transpose  x.view(B, T, h, hd).transpose(1, 2) -> x.reshape(B, h, T, hd)
+  softmax-naive       torch.softmax(s, dim=-1) -> s.exp() / s.exp().sum(-1, keepdim=True)  (no max subtracted)
   return-swap         return a, b      -> return b, a
   argument-swap       f(a, b)          -> f(b, a)   (calls of the module's own functions)
 
@@ -40,7 +41,7 @@ SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 
 OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full", "matmul-other", "axis-change", "shape-index", "keepdims-flip",
              "term-drop", "sqrt-change", "div-mul", "inplace-arg", "dtype-cast", "detach",
-             "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "return-swap",
+             "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "softmax-naive", "return-swap",
              "argument-swap")
 
 
@@ -291,6 +292,15 @@ class _Sites:
                 full = _attr(node.args[0], "T")
                 self._add("transpose-full", parent, field, index, full, node, f"{text} -> {_name(full)}")
             self._transpose_axes(node, node.args[1:])
+        # a library softmax written by hand without its max subtraction
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name == "softmax" and owner in ("torch", "F", "nn.functional", "torch.nn.functional") and node.args:
+            dim = next((kw.value for kw in node.keywords if kw.arg == "dim"), node.args[1] if len(node.args) > 1 else None)
+            if dim is not None:
+                e = _call(_attr(node.args[0], "exp"))
+                naive = ast.BinOp(e, ast.Div(), _call(_attr(_call(_attr(node.args[0], "exp")), "sum"), dim,
+                                                       keepdim=ast.Constant(True)))
+                self._add("softmax-naive", parent, field, index, naive, node, f"{text} -> {_name(naive)}")
         # a projection layer: self.W_o(x) -> x
         if isinstance(func, ast.Attribute) and _name(func.value) == "self" and func.attr in self.layers and node.args:
             self._add("projection-drop", parent, field, index, node.args[0], node, f"{text} -> {_name(node.args[0])}")
