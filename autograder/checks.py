@@ -206,7 +206,7 @@ def expect_full_precision(student, request, what):
     memo = student.session.__dict__.setdefault("_downcasts", {})
     key = (request.get("op"), request.get("name"), request.get("dtype"))
     if key not in memo:
-        memo[key] = student.measure(request, what, count=False).downcasts
+        memo[key] = student.measure(request, what, count=False, precision=True).downcasts
     text = precision_lost(what, memo[key])
     if text:
         raise CheckFailed(text)

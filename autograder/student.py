@@ -84,15 +84,17 @@ class Student:
                 "params": {k: wire.encode_input(v) for k, v in params.items()},
                 "input": self._encode(x), "device": self.device, "dtype": dtype}
 
-    def measure(self, request, what, forbidden=(), count=True):
+    def measure(self, request, what, forbidden=(), count=True, precision=False):
         """Run a call_request / module_request with the child's meters on (child/meters.py).
 
-        forbidden: dotted names of APIs to watch for; count=False watches for them only.
+        forbidden: dotted names of APIs to watch for; count=False watches for them only;
+        precision: also watch a numpy step's arrays for float32 inside a float64 run (.downcasts).
         Returns a complexity.Measurement (plain, checked counts); the value never comes back.
         """
         # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
         reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
-                                      "count": bool(count), "python_memory": self.framework == "numpy"}, what)
+                                      "count": bool(count), "python_memory": self.framework == "numpy",
+                                      "precision": bool(precision)}, what)
         return checked(complexity.decode_measurement, reply)
 
 

@@ -114,7 +114,7 @@ class Forbidden:
 class Meter:
     """Counts for one call of the student's code. `count=False` watches forbidden calls only."""
 
-    def __init__(self, student_files, forbidden=(), count=True, python_memory=True):
+    def __init__(self, student_files, forbidden=(), count=True, python_memory=True, precision=False):
         self.files = frozenset(student_files)
         self.names = [str(n) for n in forbidden][:200]
         self.count = count
@@ -123,9 +123,9 @@ class Meter:
         # tracked from the dispatch mode: it would count the meters' own bookkeeping there, and make
         # each op ten times slower
         self.python_memory = count and python_memory
-        # numpy steps (python_memory asked for): the student's frames are also watched for float
-        # arrays narrower than the float64 inputs (the dispatch mode does that for torch)
-        self.numpy_precision = bool(python_memory)
+        # precision asked for in a numpy step (python_memory): the student's frames are also watched
+        # for float arrays narrower than the float64 inputs (the dispatch mode does that for torch)
+        self.numpy_precision = bool(precision and python_memory)
         self.traced = count or self.numpy_precision
         self.widest_input = 0
         self.lines = self.calls = self.ops = self.flops = 0

@@ -385,7 +385,8 @@ def measure(req):
     if handler is None:
         return {"ok": False, "error": {"type": "GraderProtocolError", "message": "measure: unknown request",
                                        "traceback": ""}}
-    options = (req.get("forbidden") or [], bool(req.get("count", True)), bool(req.get("python_memory", True)))
+    options = (req.get("forbidden") or [], bool(req.get("count", True)), bool(req.get("python_memory", True)),
+               bool(req.get("precision", False)))
     warm = (inner.get("op"), inner.get("name"), inner.get("dtype"), inner.get("device"), options[1:])
     if warm not in _MEASURED:
         handler(inner, run=meters.Meter(STUDENT_FILES, *options).run, reply_value=False)
