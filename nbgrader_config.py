@@ -5,21 +5,25 @@ from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades
 
 from autograder.nbgrader_wall import TrustedGrades, WalledExecute
-from autograder.release import StepStubs
+from autograder.release import StepStubs, TranslateNotebook
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 c.CourseDirectory.course_id = "attention-kit"
 c.CourseDirectory.source_directory = "source"
 c.CourseDirectory.release_directory = "assignments"
 
-# The language of the grader's messages in the hidden-test cells and the feedback: "en" (English)
-# or "zh" (Simplified Chinese). Read by autograder/notebook.py's grade_step, not by nbgrader;
-# the environment variable ATTENTION_KIT_LANG overrides it.
+# The course's language: "en" (English) or "zh" (Simplified Chinese). It chooses
+#  - the notebooks `nbgrader generate_assignment` releases: with "zh", the masters' text in Chinese
+#    (TranslateNotebook, from autograder/locale/zh/LC_MESSAGES/notebooks.po; same cells, ids,
+#    grade ids and points), a glossary cell first, stubs that say which step in Chinese;
+#  - the grader's messages in the hidden-test cells and the feedback (autograder/notebook.py reads
+#    this line; the environment variable ATTENTION_KIT_LANG overrides it there, not in the release).
 c.AttentionKit.language = "en"
 
-# the same pipeline as nbgrader's, with stubs that name the step
+# the same pipeline as nbgrader's, the master translated first, with stubs that name the step
 _default = GenerateAssignment.class_traits()["preprocessors"].default()
-c.GenerateAssignment.preprocessors = [StepStubs if p is ClearSolutions else p for p in _default]
+c.GenerateAssignment.preprocessors = [TranslateNotebook] + [StepStubs if p is ClearSolutions else p
+                                                            for p in _default]
 
 # Feedback shows every cell of the autograded notebook, the hidden-test cells' source included
 # (nbgrader restores it from the master when autograding): strip those regions again, keep the

@@ -4,7 +4,11 @@
   - solutions/stepNN_<name>.py: the imports cell and the solution cells, markers removed
     (the oracle of every hidden check), and
   - assignments/self_attention/*.ipynb: the student release, by nbgrader's own
-    `generate_assignment` (configured in nbgrader_config.py, with `StepStubs` below).
+    `generate_assignment` (configured in nbgrader_config.py, with `StepStubs` below),
+  - assignments/zh/self_attention/*.ipynb: the same release in Simplified Chinese, by the same
+    command with `--AttentionKit.language=zh` (`TranslateNotebook` below puts in the translations
+    of autograder/locale/zh/LC_MESSAGES/notebooks.po, see autograder/notebook_i18n.py), and
+  - autograder/locale/notebooks.pot: the catalogue template of the notebooks' text.
 `python -m autograder build --check` regenerates into a temporary folder and fails on any
 difference from the committed copies.
 """
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import contract
+from . import contract, notebook_i18n
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "source" / contract.ASSIGNMENT
@@ -62,41 +66,80 @@ def write_solutions(out_dir):
 
 
 # ------------------------------------------------------------------ assignments/ by nbgrader
-def generate_assignment(release_dir):
-    """Run nbgrader's generate_assignment with the kit's config, into `release_dir`."""
+def release_folder(lang):
+    """Where the release in `lang` lives, relative to the repo: assignments/ for English,
+    assignments/<lang>/ for the others (each holding self_attention/)."""
+    return "assignments" if lang == "en" else f"assignments/{lang}"
+
+
+def generate_assignment(release_dirs):
+    """Run nbgrader's generate_assignment with the kit's config, once per {lang: release folder}
+    of `release_dirs`, in that language (the course's setting c.AttentionKit.language,
+    overridden on the command line). The runs go side by side: each is mostly nbgrader's start."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", contract.ASSIGNMENT, "--force",
-               f"--CourseDirectory.release_directory={release_dir}",
-               f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook.db", "--log-level=WARN",
-               # a broken nbgrader_config.py must stop the build, not fall back to plain stubs
-               "--NbGraderApp.raise_config_file_errors=True"]
         # nbgrader runs `alembic` for its database: the venv's bin/ must be on PATH
         env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-        subprocess.run(cmd, cwd=ROOT, check=True, env=env)
+        runs = {}
+        for lang, release_dir in release_dirs.items():
+            cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", contract.ASSIGNMENT, "--force",
+                   f"--CourseDirectory.release_directory={release_dir}",
+                   f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook-{lang}.db", "--log-level=WARN",
+                   f"--AttentionKit.language={lang}",
+                   # a broken nbgrader_config.py must stop the build, not fall back to plain stubs
+                   "--NbGraderApp.raise_config_file_errors=True"]
+            runs[lang] = subprocess.Popen(cmd, cwd=ROOT, env=env)
+        failed = [lang for lang, proc in runs.items() if proc.wait() != 0]
+        if failed:
+            raise subprocess.CalledProcessError(1, f"nbgrader generate_assignment ({', '.join(failed)})")
+
+
+def master_notebooks():
+    return [SOURCE / f"{step.stem}.ipynb" for step in contract.STEPS]
+
+
+def write_template(path):
+    """The gettext template (.pot) of every message in the masters."""
+    notebook_i18n.write_catalogue(notebook_i18n.template(notebook_i18n.extract(master_notebooks(), ROOT)), path)
+
+
+TEMPLATE = notebook_i18n.TEMPLATE.relative_to(ROOT).as_posix()      # autograder/locale/notebooks.pot
 
 
 def build(out_root=ROOT):
-    """Regenerate solutions/ and assignments/ under out_root (the repo itself by default)."""
+    """Regenerate solutions/, assignments/ (every language) and the template under out_root
+    (the repo itself by default)."""
     out_root = Path(out_root)
     write_solutions(out_root / "solutions")
-    release = out_root / "assignments"
-    if (release / contract.ASSIGNMENT).exists():
-        shutil.rmtree(release / contract.ASSIGNMENT)
-    generate_assignment(release)
+    write_template(out_root / TEMPLATE)
+    releases = {lang: out_root / release_folder(lang) for lang in notebook_i18n.LANGUAGES}
+    for release in releases.values():
+        if (release / contract.ASSIGNMENT).exists():
+            shutil.rmtree(release / contract.ASSIGNMENT)
+    generate_assignment(releases)
+
+
+def generated_paths():
+    """What `build` writes, relative to the repo: folders and files."""
+    return (["solutions"] + [f"{release_folder(lang)}/{contract.ASSIGNMENT}" for lang in notebook_i18n.LANGUAGES]
+            + [TEMPLATE])
+
+
+def _files(folder):
+    if folder.is_file():
+        return {Path()}
+    return {p.relative_to(folder) for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts} if folder.exists() else set()
 
 
 def differences(out_root):
     """Files that differ between a fresh build in out_root and the committed copies."""
     diffs = []
-    for rel in ["solutions", f"assignments/{contract.ASSIGNMENT}"]:
+    for rel in generated_paths():
         fresh, committed = Path(out_root) / rel, ROOT / rel
-        names = {p.relative_to(fresh) for p in fresh.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-        names |= {p.relative_to(committed) for p in committed.rglob("*")
-                  if p.is_file() and "__pycache__" not in p.parts} if committed.exists() else set()
-        for name in sorted(names):
+        for name in sorted(_files(fresh) | _files(committed)):
             a, b = fresh / name, committed / name
-            if not (a.exists() and b.exists() and filecmp.cmp(a, b, shallow=False)):
-                diffs.append(f"{rel}/{name}")
+            if not (a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)):
+                diffs.append(f"{rel}/{name}" if name != Path() else rel)
     return diffs
 
 
@@ -112,20 +155,66 @@ def check():
     return 1 if diffs else 0
 
 
-# ------------------------------------------------------------------ nbgrader preprocessor
+# ------------------------------------------------------------------ nbgrader preprocessors
 try:
-    from nbgrader.preprocessors import ClearSolutions
+    from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+    from traitlets import Unicode
+    from traitlets.config import Configurable
 except ImportError:          # grading needs no nbgrader; only releasing does
-    ClearSolutions = object
+    ClearSolutions = NbGraderPreprocessor = Configurable = object
+    Unicode = None
+
+
+class AttentionKit(Configurable):
+    """The course's settings for the kit, in nbgrader_config.py: `c.AttentionKit.language`."""
+    language = Unicode("en", help="The course's language: the release's notebooks (generate_assignment) "
+                                  "and the grader's messages (autograde, feedback). 'en' or 'zh'."
+                       ).tag(config=True) if Unicode else "en"
+
+
+def release_language(preprocessor):
+    """c.AttentionKit.language as nbgrader sees it (config file, then command line); a language
+    the notebooks are not translated into releases English, with a warning."""
+    lang = AttentionKit(parent=preprocessor).language
+    if lang not in notebook_i18n.LANGUAGES:
+        preprocessor.log.warning("attention-kit: no notebooks in %r; releasing English", lang)
+        return "en"
+    return lang
+
+
+class TranslateNotebook(NbGraderPreprocessor):
+    """The master in the course's language, before anything else runs on it: text translated
+    cell by cell (same cells, ids and metadata, so the checksums and grades nbgrader records are
+    those of the translated release), a glossary cell first. English: nothing changes."""
+
+    def preprocess(self, nb, resources):
+        lang = release_language(self)
+        if lang == "en":
+            return nb, resources
+        table = notebook_i18n.translations(lang)
+        untranslated = [m for m in notebook_i18n.messages(nb) if (None, m) not in table]
+        if untranslated:
+            self.log.warning("attention-kit: %d message(s) of %s have no %s translation and stay in English",
+                             len(untranslated), resources.get("unique_key", "a notebook"), lang)
+        return notebook_i18n.translate_notebook(nb, lang), resources
 
 
 class StepStubs(ClearSolutions):
     """nbgrader's ClearSolutions, with stubs that name the step and what to write:
-    `raise NotImplementedError("Step 4: implement softmax")`."""
+    `raise NotImplementedError("Step 4: implement softmax")`, in the course's language."""
 
     def preprocess(self, nb, resources):
         self.step_number = nb.metadata.get("attention_kit", {}).get("step", "?")
+        self.language = release_language(self)
         return super().preprocess(nb, resources)
+
+    def _stub(self, indent, fn):
+        lang = getattr(self, "language", "en")
+        comment = notebook_i18n.gettext(lang, "YOUR CODE HERE")
+        message = notebook_i18n.gettext(lang, "Step {step}: implement {name}").format(step=self.step_number,
+                                                                                      name=fn or "this")
+        literal = f'"{message}"' if '"' not in message and "\\" not in message else repr(message)
+        return [indent + f"# {comment}", indent + f"raise NotImplementedError({literal})"]
 
     def _replace_solution_region(self, cell, language):
         if cell.cell_type != "code":
@@ -140,9 +229,7 @@ class StepStubs(ClearSolutions):
                 if in_solution:
                     raise RuntimeError("nested solution regions")
                 in_solution, replaced = True, True
-                indent = re.match(r"\s*", line).group(0)
-                new += [indent + "# YOUR CODE HERE",
-                        indent + f'raise NotImplementedError("Step {self.step_number}: implement {fn or "this"}")']
+                new += self._stub(re.match(r"\s*", line).group(0), fn)
             elif END in line:
                 in_solution = False
             elif not in_solution:

@@ -1,0 +1,244 @@
+"""The notebooks in Chinese: every message translated, code left as code, graded like English.
+
+The catalogue (autograder/locale/zh/LC_MESSAGES/notebooks.po) is held to the masters' messages
+as extracted now (autograder/notebook_i18n.py): none missing or fuzzy, none left over, each
+keeping its msgid's `code`, $math$, tags, {fields} and escapes. The Chinese release
+(assignments/zh/self_attention/) is checked for drift by `build --check` (tests/test_release.py);
+here: its cells, ids and nbgrader metadata are the English release's, its filled notebooks run,
+nbgrader validates them, and the grader scores Chinese and English notebooks alike.
+"""
+import concurrent.futures
+import copy
+import re
+import shutil
+
+import nbformat
+import pytest
+
+from autograder import contract, grading, notebook_i18n, notebook_text, release
+from conftest import ROOT
+
+ZH_RELEASE = ROOT / release.release_folder("zh") / contract.ASSIGNMENT
+EN_RELEASE = ROOT / release.release_folder("en") / contract.ASSIGNMENT
+CJK = "\u4e00-\u9fff"
+
+
+@pytest.fixture(scope="module")
+def entries():
+    return notebook_i18n.extract(release.master_notebooks(), ROOT)
+
+
+@pytest.fixture(scope="module")
+def catalogue():
+    return notebook_i18n.read_catalogue(notebook_i18n.catalogue_path("zh"))
+
+
+def _table(catalogue):
+    return {(m.context, m.id): m for m in catalogue if m.id}
+
+
+# ------------------------------------------------------------------ the catalogue
+def test_every_message_has_a_translation(entries, catalogue):
+    table = _table(catalogue)
+    missing = [e.msgid for e in entries if (e.context, e.msgid) not in table or not table[(e.context, e.msgid)].string]
+    fuzzy = [e.msgid for e in entries if (e.context, e.msgid) in table and table[(e.context, e.msgid)].fuzzy]
+    assert not missing, f"{len(missing)} message(s) without a Chinese translation (run `python -m autograder " \
+                        f"build`, then `pybabel update`, and translate):\n" + "\n".join(missing[:20])
+    assert not fuzzy, f"{len(fuzzy)} fuzzy translation(s) to review:\n" + "\n".join(fuzzy[:20])
+
+
+def test_translations_keep_code_math_fields_and_escapes(entries, catalogue):
+    table = _table(catalogue)
+    wrong = []
+    for e in entries:
+        m = table.get((e.context, e.msgid))
+        if m and m.string and notebook_text.invariants(e.msgid, e.kind) != notebook_text.invariants(m.string, e.kind):
+            wrong.append(f"{e.msgid!r}\n  -> {m.string!r}")
+    assert not wrong, "translations that change what must stay as written:\n" + "\n".join(wrong[:10])
+
+
+def test_no_obsolete_or_unknown_entries(entries, catalogue):
+    extracted = {(e.context, e.msgid) for e in entries}
+    leftover = [m.id for m in catalogue if m.id and (m.context, m.id) not in extracted]
+    assert not leftover, "entries no notebook has any more (delete them):\n" + "\n".join(leftover[:20])
+    assert not catalogue.obsolete, f"obsolete (#~) entries left in the catalogue: {list(catalogue.obsolete)[:5]}"
+
+
+def test_the_template_is_the_masters_messages(tmp_path):
+    release.write_template(tmp_path / "notebooks.pot")
+    assert (tmp_path / "notebooks.pot").read_text() == notebook_i18n.TEMPLATE.read_text(), \
+        "autograder/locale/notebooks.pot is out of date: run `python -m autograder build`"
+
+
+def test_the_catalogue_checks_catch_a_broken_translation(entries):
+    """The checks above, on entries broken on purpose (the same code as the tests)."""
+    field = next(e for e in entries if e.kind == "string" and "{" in e.msgid)
+    code = next(e for e in entries if e.kind == "markdown" and "`" in e.msgid)
+    for e, broken in [(field, field.msgid.replace("{", "{x", 1)), (code, code.msgid.replace("`", "", 2))]:
+        assert notebook_text.invariants(e.msgid, e.kind) != notebook_text.invariants(broken, e.kind)
+
+
+def test_a_translation_that_changes_code_stops_the_release(monkeypatch):
+    cell = nbformat.v4.new_code_cell('assert x, f"x is {x!r}"\nprint("done")  # a comment')
+    nb = nbformat.v4.new_notebook(cells=[cell], metadata={"attention_kit": {"stem": "04_softmax"}})
+
+    def translate(text):
+        monkeypatch.setitem(notebook_i18n._loaded, "zh", {(None, "x is {x!r}"): text})
+        return notebook_i18n.translate_notebook(nb, "zh").cells[1].source
+    assert translate("{x!r} 就是 x") == 'assert x, f"{x!r} 就是 x"\nprint("done")  # a comment'   # fields reordered
+    for broken in ['x 是 "{x!r}"', "x 是 {y!r}", "x 是 {x!r", "x 是 {x}"]:     # a quote, another field...
+        with pytest.raises(notebook_i18n.TranslationError, match="x is"):
+            translate(broken)
+
+
+# ------------------------------------------------------------------ the release
+@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
+def test_chinese_release_has_the_english_cells_ids_and_metadata(step):
+    en = nbformat.read(str(EN_RELEASE / f"{step.stem}.ipynb"), as_version=4)
+    zh = nbformat.read(str(ZH_RELEASE / f"{step.stem}.ipynb"), as_version=4)
+    glossary, *cells = zh.cells
+    assert glossary.id.endswith("-glossary") and "术语表" in glossary.source and "| 查询 | query |" in glossary.source
+    assert [(c.id, c.cell_type) for c in cells] == [(c.id, c.cell_type) for c in en.cells]
+
+    def grading_metadata(c):       # the checksum is of the cell's (translated) source
+        return {k: v for k, v in c.metadata.get("nbgrader", {}).items() if k != "checksum"}
+    assert [grading_metadata(c) for c in cells] == [grading_metadata(c) for c in en.cells]
+    assert zh.metadata == en.metadata
+    for (a, spans), b in zip(notebook_text.notebook_spans(en), cells):
+        if spans:
+            assert a.source != b.source and re.search(f"[{CJK}]", b.source), a.id
+        if a.cell_type == "code":
+            assert notebook_text.code_shape(a.source) == notebook_text.code_shape(b.source), a.id
+    assert f'raise NotImplementedError("第 {step.number} 步：请实现' in "\n".join(c.source for c in cells)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_courses_setting_chooses_the_release_language(lang, tmp_path):
+    """`c.AttentionKit.language` in a course's nbgrader_config.py reaches nbgrader's
+    generate_assignment pipeline: its first preprocessor translates the master (or leaves it
+    alone for English) and the stubs speak the same language. (`build` sets the same trait on
+    nbgrader's command line; test_release shows that release equals the committed one.)"""
+    from traitlets.config.loader import PyFileConfigLoader
+    text = (ROOT / "nbgrader_config.py").read_text()
+    assert 'c.AttentionKit.language = "en"' in text
+    (tmp_path / "nbgrader_config.py").write_text(text.replace('language = "en"', f'language = "{lang}"'))
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(tmp_path)).load_config()
+    translate, *pipeline = config.GenerateAssignment.preprocessors
+    assert translate is release.TranslateNotebook and release.StepStubs in pipeline
+    master = nbformat.read(str(release.SOURCE / "04_softmax.ipynb"), as_version=4)
+    nb, _ = release.TranslateNotebook(config=config).preprocess(copy.deepcopy(master), {})
+    nb, _ = release.StepStubs(config=config).preprocess(nb, {})
+    text = "\n".join(c.source for c in nb.cells)
+    if lang == "zh":
+        assert nb.cells[0].id == "step04-glossary" and [c.id for c in nb.cells[1:]] == [c.id for c in master.cells]
+        assert 'raise NotImplementedError("第 4 步：请实现 softmax")' in text and "数值稳定" in text
+    else:
+        assert [c.id for c in nb.cells] == [c.id for c in master.cells]
+        assert 'raise NotImplementedError("Step 4: implement softmax")' in text and "数值稳定" not in text
+
+
+def test_a_drifted_chinese_release_is_detected(tmp_path):
+    for rel in release.generated_paths():            # the committed copies, as if freshly built
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        if (ROOT / rel).is_dir():
+            shutil.copytree(ROOT / rel, tmp_path / rel)
+        else:
+            shutil.copy(ROOT / rel, tmp_path / rel)
+    assert release.differences(tmp_path) == []
+    nb = tmp_path / release.release_folder("zh") / contract.ASSIGNMENT / "04_softmax.ipynb"
+    nb.write_text(nb.read_text().replace("注意力", "注 意力", 1))
+    assert release.differences(tmp_path) == [f"{release.release_folder('zh')}/{contract.ASSIGNMENT}/04_softmax.ipynb"]
+
+
+def _filled(stub_path, lang):
+    """A student's notebook: the released stub, each solution cell replaced by the master's in
+    `lang` (its docstring and comments translated, the reference's code in the solution region)."""
+    nb = nbformat.read(str(stub_path), as_version=4)
+    master = notebook_i18n.translate_notebook(nbformat.read(str(release.SOURCE / stub_path.name), as_version=4), lang)
+    solutions = {c.id: c.source for c in master.cells if release.is_solution_cell(c)}
+    for cell in nb.cells:
+        if cell.id in solutions:
+            cell.source = solutions[cell.id]
+    return nb
+
+
+@pytest.fixture(scope="module")
+def chinese_students(tmp_path_factory):
+    """Folders of notebooks as students hand them in: zh/filled (the Chinese stubs, solved),
+    zh/stub and en/stub (the releases as they are)."""
+    out = tmp_path_factory.mktemp("students")
+    for lang, kind in [("zh", "filled"), ("zh", "stub"), ("en", "stub")]:
+        (out / lang / kind).mkdir(parents=True)
+        for step in contract.STEPS:
+            stub = ROOT / release.release_folder(lang) / contract.ASSIGNMENT / f"{step.stem}.ipynb"
+            if kind == "filled":
+                nbformat.write(_filled(stub, lang), str(out / lang / kind / stub.name))
+            else:
+                shutil.copy(stub, out / lang / kind / stub.name)
+    return out
+
+
+def test_chinese_visible_tests_judge_like_the_grader(tmp_path):
+    """The Chinese notebooks' visible test cells, run by tests/test_visible_agree.py's runner
+    against the catalogue's mistakes and correct templates and the masters' solutions: each passes
+    visibly exactly when the hidden grader gives full marks, as the English cells do there; with
+    the masters' solutions the demo cells run too, and print Chinese."""
+    import test_visible_agree as agree
+    for master in release.master_notebooks():
+        nbformat.write(notebook_i18n.translate_notebook(nbformat.read(str(master), as_version=4), "zh"),
+                       str(tmp_path / master.name))
+    cells = {s.stem: agree.notebook_cells(s.stem, tmp_path / f"{s.stem}.ipynb")[:2] for s in contract.STEPS}
+    # every catalogued mistake; of the correct styles the masters' solutions (the English test runs
+    # the others: the cells differ only in their text, which the release checked is not code)
+    known = {**agree._catalogue(), **{k: v for k, v in agree._correct_styles().items() if k.startswith("master:")}}
+    # demos once per step (with the masters' solutions): the other correct styles' demos are the
+    # English test's business, and the torch demos run at BERT-base size
+    jobs = {key: (stem, agree.with_copies(stem, code), key.startswith("master:")) for key, (stem, code, _ok)
+            in known.items()}
+    halves = [dict(list(jobs.items())[i::2]) for i in (0, 1)]      # two processes side by side
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        seen = {k: v for half in pool.map(lambda half: agree.run_visible(half, cells=cells), halves)
+                for k, v in half.items()}
+    disagree = [f"{key}: hidden {'full marks' if ok else 'not full marks'}, visible {seen[key]['failed']}"
+                for key, (_stem, _code, ok) in known.items() if (seen[key]["failed"] is None) != ok]
+    assert not disagree, "\n".join(disagree)
+    for step in contract.STEPS:
+        run = seen[f"master:{step.stem}"]
+        assert run["demo_error"] is None and run["demo_output"], (step.stem, run["demo_error"])
+        assert re.search(f"[{CJK}]", "".join(run["demo_output"].values())), step.stem
+
+
+def test_chinese_notebooks_grade_exactly_like_english(chinese_students):
+    """Check by check, the same verdicts and points as English: the Chinese stubs exactly the
+    English stubs', the filled Chinese notebooks every check passed (as the English masters do,
+    tests/test_notebooks.py), and no cell of theirs raising."""
+    grader = grading.Grader()          # one pytest session for the three submissions
+    try:
+        reports = {key: grader.grade(chinese_students / key[0] / key[1])
+                   for key in [("zh", "filled"), ("zh", "stub"), ("en", "stub")]}
+    finally:
+        grader.close()
+    verdicts = {key: {(c.step, c.number): (c.status, c.score) for s in r.steps for c in s.checks}
+                for key, r in reports.items()}
+    assert verdicts["zh", "stub"] == verdicts["en", "stub"]
+    assert verdicts["zh", "filled"].keys() == verdicts["en", "stub"].keys()
+    assert {status for status, _ in verdicts["zh", "filled"].values()} == {"passed"}
+    assert reports["zh", "filled"].score == sum(s.points for s in contract.STEPS)
+    assert reports["zh", "stub"].score == 0
+    assert not [e for s in reports["zh", "filled"].steps for e in s.cell_errors]
+
+
+def test_nbgrader_validates_the_chinese_notebooks(chinese_students, tmp_path):
+    """nbgrader's validator on a Chinese step 4: filled passes, the stub fails, and a changed locked
+    cell is caught by the checksums computed on the Chinese text."""
+    from nbgrader.validator import Validator
+    folder = chinese_students / "zh"
+    filled, stub = folder / "filled" / "04_softmax.ipynb", folder / "stub" / "04_softmax.ipynb"
+    tampered = nbformat.read(str(filled), as_version=4)
+    test_cell = next(c for c in tampered.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_tests"))
+    test_cell.source += "\n# 改动"
+    nbformat.write(tampered, str(tmp_path / "04_softmax.ipynb"))
+    validator = Validator(validate_all=True)
+    assert validator.validate(str(filled)) == {}
+    assert validator.validate(str(stub)).get("failed")
+    assert validator.validate(str(tmp_path / "04_softmax.ipynb")).get("changed")
