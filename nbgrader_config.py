@@ -4,8 +4,8 @@ from nbgrader.converters.autograde import Autograde
 from nbgrader.converters.generate_assignment import GenerateAssignment
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades
 
-from autograder.nbgrader_wall import TrustedGrades, WalledExecute
-from autograder.release import StepStubs, TranslateNotebook
+from autograder.commands.nbgrader_wall import TrustedGrades, WalledExecute
+from autograder.commands.release import StepStubs, TranslateNotebook
 
 c = get_config()  # noqa: F821 (provided by nbgrader)
 c.CourseDirectory.course_id = "attention-kit"
@@ -16,7 +16,7 @@ c.CourseDirectory.release_directory = "assignments"
 #  - the notebooks `nbgrader generate_assignment` releases: with "zh", the masters' text in Chinese
 #    (TranslateNotebook, from autograder/locale/zh/LC_MESSAGES/notebooks.po; same cells, ids,
 #    grade ids and points), a glossary cell first, stubs that say which step in Chinese;
-#  - the grader's messages in the hidden-test cells and the feedback (autograder/notebook.py reads
+#  - the grader's messages in the hidden-test cells and the feedback (autograder/commands/notebook_hook.py reads
 #    this line; the environment variable ATTENTION_KIT_LANG overrides it there, not in the release).
 c.AttentionKit.language = "en"
 
@@ -30,7 +30,7 @@ c.GenerateAssignment.preprocessors = [TranslateNotebook] + [StepStubs if p is Cl
 # cells' output (the grader's messages) and scores.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
 
-# Autograding (autograder/nbgrader_wall.py): nbgrader's pipeline, its Execute replaced by two steps.
+# Autograding (autograder/commands/nbgrader_wall.py): nbgrader's pipeline, its Execute replaced by two steps.
 #  - WalledExecute runs the student's notebook in a kernel walled off like the kit's child
 #    processes: no view of this folder (source/, solutions/, the gradebook, other students), no
 #    network, a uid of its own when nbgrader runs as root, the limits of c.WalledKernelManager

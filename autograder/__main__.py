@@ -1,3 +1,3 @@
-from .entry import main
+from autograder.commands.entry import main
 
 raise SystemExit(main())

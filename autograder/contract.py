@@ -4,7 +4,7 @@ Names, signatures and shapes are fixed here once; everything else reads them fro
 """
 from dataclasses import dataclass
 
-from .i18n import N_, translate
+from autograder.i18n import N_, translate
 
 ASSIGNMENT = "self_attention"
 

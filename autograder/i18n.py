@@ -13,7 +13,7 @@ fails if a message exists in one language only.
 
 The language is chosen once per command (`grade --lang zh`, `grade-all --lang zh`, which hands
 it to its workers) or, under nbgrader, by the course setting `c.AttentionKit.language` (see
-autograder/notebook.py).
+autograder/commands/notebook_hook.py).
 """
 import contextlib
 
@@ -48,7 +48,7 @@ def catalogue(lang):
     """{English msgid: translation} for `lang` (empty for English)."""
     if lang == "en":
         return {}
-    from .locale import zh
+    from autograder.locale import zh
     return zh.MESSAGES
 
 

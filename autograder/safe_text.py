@@ -111,5 +111,5 @@ def file_name(name, hashed=False):
 
 def clip(text, limit):
     """`text` cut to `limit` characters, saying how much was left out (the one clip of every report)."""
-    from .i18n import _
+    from autograder.i18n import _
     return text if len(text) <= limit else text[:limit] + _("\n... ({n} more characters)", n=len(text) - limit)

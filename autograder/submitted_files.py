@@ -16,8 +16,8 @@ import stat
 from collections import deque
 from dataclasses import dataclass, field
 
-from . import contract
-from .i18n import N_, _, translate
+from autograder import contract
+from autograder.i18n import N_, _, translate
 
 MAX_FILE_BYTES = 8 << 20          # one step file (notebooks with outputs can be a few MB)
 MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files

@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import class_maker  # noqa: E402
-from autograder import contract, similarity  # noqa: E402
+from autograder import contract  # noqa: E402
+from autograder.reports import similarity
 
 # per step: (kind of check, points) in order; a synthetic stand-in for the suites' checks
 CHECKS = [("shape", 1), ("numbers", 3), ("numbers", 2), ("numbers", 1), ("property", 1), ("stability", 1),
@@ -113,7 +114,7 @@ def main(argv):
         t = time.perf_counter()
         planted = write_synthetic_class(out, n)
         print(f"{n} synthetic students written in {time.perf_counter() - t:.1f} s ({len(planted)} copied pairs)")
-        code = ("import json, sys, time; t = time.perf_counter(); from autograder import class_report; "
+        code = ("import json, sys, time; t = time.perf_counter(); from autograder.reports import class_view as class_report; "
                 "p, tm = class_report.build(sys.argv[1]); tm['with imports'] = time.perf_counter() - t; "
                 "print(json.dumps(tm))")
         t = time.perf_counter()

@@ -37,7 +37,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from autograder import contract, release  # noqa: E402
+from autograder import contract  # noqa: E402
+from autograder.commands import release
 
 BIN = Path(sys.executable).parent
 ASSIGNMENT = contract.ASSIGNMENT

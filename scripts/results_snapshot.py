@@ -5,7 +5,7 @@
 
 The corpus: the samples, the master notebooks, the released stubs, the catalogue's correct
 templates and every catalogued mistake (tests/test_misconception_catalogue.py), every mutant of the
-mutation audit (autograder/mutants.py) and the hostile corpus (tests/hostile/). Each is graded by
+mutation audit (autograder/reference/mutants.py) and the hostile corpus (tests/hostile/). Each is graded by
 the batch grader's workers, English messages; what is kept per check is its number, score, status,
 tags and message, with scratch paths blanked.
 
@@ -26,7 +26,8 @@ sys.path.insert(0, os.getcwd())          # the kit of the folder this runs from 
 
 def corpus(root):
     """{label: {relative path: bytes}}."""
-    from autograder import contract, mutants
+    from autograder import contract
+    from autograder.reference import mutants
     items = {}
     step_files = {f"{s.stem}.py" for s in contract.STEPS} | {f"{s.stem}.ipynb" for s in contract.STEPS}
     for folder in ("samples/lesson", "samples/unusual_style", "source/self_attention", "assignments/self_attention"):
@@ -51,8 +52,8 @@ def _clean(text):
 
 
 def snapshot(root, jobs=None):
-    from autograder import batch
-    from autograder.sandbox import Limits
+    from autograder.commands import batch
+    from autograder.sandbox.session import Limits
     items = corpus(root)
     pool = batch.LocalPool(jobs or os.cpu_count() or 1)
     out = {}

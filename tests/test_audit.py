@@ -1,4 +1,4 @@
-"""The mutation audit (autograder/audit.py): its operators, its equivalence check, and a fixed
+"""The mutation audit (autograder/commands/audit.py): its operators, its equivalence check, and a fixed
 sample of mutants of every step graded by the real grader, none of which may keep full marks.
 
 The full audit (`python -m autograder audit`, all mutants of all seven steps, a few minutes) is
@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from autograder import audit, contract, mutants
+from autograder import contract
+from autograder.commands import audit
+from autograder.reference import mutants
 from conftest import ROOT
 
 

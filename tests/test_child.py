@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from autograder import contract
-from autograder.student import Student
-from autograder.sandbox import (Limits, NotDefined, StepSession, StudentCrashed, StudentRaised,
-                                StudentTimedOut)
+from autograder.checks.student import Student
+from autograder.sandbox.session import (Limits, NotDefined, StepSession, StudentCrashed, StudentRaised,
+                                        StudentTimedOut)
 
 SOFTMAX = contract.step_for_stem("04_softmax")
 GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)\n"
@@ -111,7 +111,7 @@ def test_the_child_runs_in_its_own_scratch_folder_and_session(tmp_path):
 
 def test_the_isolation_applied_is_recorded(tmp_path):
     from conftest import ROOT, run_grader
-    from autograder import isolation
+    from autograder.sandbox import isolation
     code, out, results = run_grader(ROOT / "samples/lesson/04_softmax.py", tmp_path)
     info = results["extra_data"]["isolation"]
     assert info["mode"] == isolation.choose_mode()
@@ -130,7 +130,7 @@ def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
     assert results["score"] == 20 and results["extra_data"]["isolation"]["mode"] == level
 
 
-@pytest.mark.skipif(__import__("autograder.isolation", fromlist=["x"]).choose_mode() == "process",
+@pytest.mark.skipif(__import__("autograder.sandbox.isolation", fromlist=["x"]).choose_mode() == "process",
                     reason="no namespaces here (run as root, or allow user namespaces)")
 def test_the_child_sees_no_copy_of_the_kit_anywhere(tmp_path):
     """Not just this checkout's folders: nothing outside the system's, Python's and its own."""

@@ -25,7 +25,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import ROOT  # noqa: E402
 
-from autograder import batch, github, html_report, safe_text  # noqa: E402
+from autograder import safe_text  # noqa: E402
+from autograder.commands import batch
+from autograder.reports import github, html as html_report
 
 NUMPY = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
 LIMITS = ["--call-timeout", "10", "--memory-gib", "1"]

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import class_maker  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
-from autograder import class_report, similarity  # noqa: E402
+from autograder.reports import class_view as class_report, similarity  # noqa: E402
 
 LIMITS = ["--call-timeout", "10", "--memory-gib", "1"]
 CHROMIUM = "/usr/bin/chromium"

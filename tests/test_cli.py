@@ -97,9 +97,9 @@ def test_one_entry_point_whichever_way_the_grader_is_started():
     """`attention-kit` and `python -m autograder` run the same main (threads, early zygote, fast exit)."""
     from importlib.metadata import entry_points
     script = [e for e in entry_points(group="console_scripts") if e.name == "attention-kit"]
-    assert [e.value for e in script] == ["autograder.entry:main"]
+    assert [e.value for e in script] == ["autograder.commands.entry:main"]
     main_module = (ROOT / "autograder" / "__main__.py").read_text()
-    assert "from .entry import main" in main_module and "cli" not in main_module
+    assert "from autograder.commands.entry import main" in main_module and "cli" not in main_module
     done = subprocess.run([str(Path(sys.executable).parent / "attention-kit"), "grade", "--help"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "--results" in done.stdout

@@ -9,9 +9,10 @@ import sys
 
 from junitparser import Failure, JUnitXml, Skipped
 
-from autograder import contract, github, i18n, junit
-from autograder import report as report_module
-from autograder.grading import CheckResult, Report, StepResult
+from autograder import contract, i18n
+from autograder.reports import github, junit
+from autograder.reports import gradescope_json as report_module
+from autograder.grading.run import CheckResult, Report, StepResult
 from conftest import ROOT
 
 NASTY = "got \x1b[31mred\x1b[0m and \x00, 100% sure: a, b ``` fence ```` longer\r\nsecond line"

@@ -33,7 +33,7 @@ def test_zip_holds_the_entry_points_and_the_kit_and_nothing_else(zip_path):
     for name in ENTRY_POINTS:
         assert name in infos, name                                    # at the root, as Gradescope wants
         assert (infos[name].external_attr >> 16) & stat.S_IXUSR, f"{name} is not executable"
-    for name in ("pyproject.toml", "README.md", "autograder/cli.py", "autograder/child/runner.py",
+    for name in ("pyproject.toml", "README.md", "autograder/commands/cli.py", "autograder/child/runner.py",
                  "autograder/suites/step04_softmax.py", "autograder/suites/pytest.ini",
                  "solutions/step04_softmax.py"):
         assert name in infos, name

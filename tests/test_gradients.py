@@ -15,7 +15,7 @@ from string import Template
 
 import pytest
 
-from autograder import misconceptions
+from autograder.reference import misconceptions
 from conftest import ROOT
 
 GRADIENT_CHECK = {"06_multi_head": "6.13", "07_full_module": "7.14"}    # the one check each case may fail
@@ -149,7 +149,7 @@ BROKEN7 = [
 # ------------------------------------------------------------------ grading them all, once
 GRADE_MANY = '''
 import json, sys
-from autograder import grading
+from autograder.grading import run as grading
 out = {}
 for folder, stem in json.load(sys.stdin):
     report = grading.grade(folder, steps=[stem])

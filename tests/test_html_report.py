@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from autograder import i18n, misconceptions
+from autograder import i18n
+from autograder.reference import misconceptions
 from conftest import ROOT, run_grader
 
 CHROMIUM = "/usr/bin/chromium"

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from autograder import i18n, misconceptions
+from autograder import i18n
+from autograder.reference import misconceptions
 from autograder.locale import zh
-from autograder.sandbox import StudentCrashed, StudentRaised, StudentTimedOut
+from autograder.sandbox.session import StudentCrashed, StudentRaised, StudentTimedOut
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"

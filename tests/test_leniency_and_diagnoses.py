@@ -158,7 +158,7 @@ CASES = {
 
 GRADE_MANY = '''
 import json, sys
-from autograder import grading, zygote
+from autograder.grading import run as grading; from autograder.sandbox import zygote
 zygote.start()
 out = {}
 for folder, stem in json.load(sys.stdin):

@@ -2,7 +2,7 @@
 import numpy as np
 import torch
 
-from autograder import memo
+from autograder.checks import memo
 
 
 def counting(fn):
@@ -70,7 +70,7 @@ def test_a_reference_module_remembers_its_functions_and_leaves_its_classes():
 
 
 def test_the_reference_flops_are_counted_even_through_a_remembering_wrapper():
-    from autograder import complexity
+    from autograder.checks import complexity
     from solutions import step06_multi_head
     ref = memo.Remembering(step06_multi_head)
     x, Ws = torch.randn(2, 5, 8, dtype=torch.float64), [torch.randn(8, 8, dtype=torch.float64) for _ in range(4)]

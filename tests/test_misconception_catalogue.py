@@ -21,7 +21,8 @@ from string import Template
 
 import pytest
 
-from autograder import contract, i18n, misconceptions
+from autograder import contract, i18n
+from autograder.reference import misconceptions
 from conftest import ROOT
 
 # ------------------------------------------------------------------ correct templates, one per step
@@ -254,9 +255,9 @@ def source(stem, slots=None):
 # ------------------------------------------------------------------ grading every case, once
 GRADE_MANY = '''
 import json, sys
-from autograder import zygote
+from autograder.sandbox import zygote
 zygote.start_unless_disabled()      # children forked warm, as `grade` does: each case costs no torch import
-from autograder import grading, i18n
+from autograder import i18n; from autograder.grading import run as grading
 out = {}
 for folder, stem, lang in json.load(sys.stdin):
     with i18n.language(lang):

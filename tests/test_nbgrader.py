@@ -16,7 +16,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from autograder import contract, release
+from autograder import contract
+from autograder.commands import release
 from conftest import ROOT
 
 ASSIGNMENT = contract.ASSIGNMENT
@@ -26,8 +27,8 @@ LESSON = ROOT / "samples" / "lesson"
 # Who submits what. alice: every step solved (released notebooks, solutions filled in).
 # bob: step 1 left a stub, steps 2 and 5 with the lesson's code (partial credit), 3/4/6/7 missing.
 # mallory: step 4 a stub whose cell replaces grade_step in the kernel (which used to make nbgrader
-# record full marks): nbgrader records the kit's 0 (autograder/nbgrader_wall.py).
-TAMPER = ("\nimport autograder.notebook as _hook\n"
+# record full marks): nbgrader records the kit's 0 (autograder/commands/nbgrader_wall.py).
+TAMPER = ("\nimport autograder.commands.notebook_hook as _hook\n"
           "_hook.grade_step = lambda *args, **kwargs: 10.0\n")
 
 
@@ -115,7 +116,7 @@ def course(tmp_path_factory):
 
 def recorded(course):
     """{student: {notebook: score}} from nbgrader's gradebook."""
-    from autograder.crosscheck import nbgrader_scores
+    from autograder.commands.crosscheck import nbgrader_scores
     return nbgrader_scores(course["db"])
 
 
@@ -167,8 +168,8 @@ def test_exported_csv_has_each_students_total(course):
 
 
 def test_feedback_has_the_messages_and_no_hidden_code_or_references(course):
-    secrets = ["grade_step(", "autograder.notebook", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"]
-    for student in ("alice", "bob"):              # mallory's own code names autograder.notebook
+    secrets = ["grade_step(", "autograder.commands.notebook_hook", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"]
+    for student in ("alice", "bob"):              # mallory's own code names autograder.commands.notebook_hook
         for stem in course["submissions"][student]:
             text = feedback_text(course, student, stem)
             for secret in secrets:

@@ -1,4 +1,4 @@
-"""`nbgrader autograde` as safe as `grade` (autograder/nbgrader_wall.py), through nbgrader's own
+"""`nbgrader autograde` as safe as `grade` (autograder/commands/nbgrader_wall.py), through nbgrader's own
 command line in a temporary course: the student's kernel sees none of the course, and the number
 nbgrader records is the kit's, whatever the kernel does.
 
@@ -27,8 +27,9 @@ import textwrap
 import nbformat
 import pytest
 
-from autograder import contract, isolation
-from autograder.crosscheck import nbgrader_scores
+from autograder import contract
+from autograder.sandbox import isolation
+from autograder.commands.crosscheck import nbgrader_scores
 from conftest import ROOT
 from test_nbgrader import BIN, lesson_function, student_notebook
 
@@ -75,15 +76,15 @@ TAMPER = textwrap.dedent('''\
     import sys, types, threading, time, os, json
     # 1. replace the hook, where it can be imported
     try:
-        import autograder.notebook as _hook
+        import autograder.commands.notebook_hook as _hook
         _hook.grade_step = lambda *args, **kwargs: 10.0
     except ImportError:
         pass
     # 2. a fake kit for the hidden cell's own import
-    _fake = types.ModuleType("autograder.notebook")
+    _fake = types.ModuleType("autograder.commands.notebook_hook")
     _fake.grade_step = lambda *args, **kwargs: 10.0
     sys.modules["autograder"] = types.ModuleType("autograder")
-    sys.modules["autograder.notebook"] = _fake
+    sys.modules["autograder.commands.notebook_hook"] = _fake
     import builtins
     builtins.grade_step = _fake.grade_step
     # 3. keep publishing a full-marks result into whatever cell runs
@@ -327,7 +328,7 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
 @needs_wall
 def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
     from nbclient import NotebookClient
-    from autograder.nbgrader_wall import WalledKernelManager
+    from autograder.commands.nbgrader_wall import WalledKernelManager
     (tmp_path / "data.csv").write_text("1,2,3\n")
     (tmp_path / "other.ipynb").write_text("{}")
     os.symlink(ROOT / "solutions" / "step04_softmax.py", tmp_path / "link.py")
@@ -353,7 +354,7 @@ def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
 
 # ------------------------------------------------------------------ which cells are the kit's
 def test_hidden_stem_names_the_kit_s_hidden_cells_only():
-    from autograder.nbgrader_wall import hidden_stem
+    from autograder.commands.nbgrader_wall import hidden_stem
     for step in contract.STEPS:
         master = nbformat.read(str(ROOT / "source" / ASSIGNMENT / f"{step.stem}.ipynb"), as_version=4)
         assert [hidden_stem(c) for c in master.cells if hidden_stem(c)] == [step.stem]
@@ -363,7 +364,7 @@ def test_hidden_stem_names_the_kit_s_hidden_cells_only():
         c.metadata["nbgrader"] = {"grade": True, "solution": False, "points": 10, **meta}
         return c
     assert hidden_stem(cell('grade_step("04_softmax")')) == "04_softmax"
-    assert hidden_stem(cell('import autograder.notebook as h\nh.grade_step("02_scores")')) == "02_scores"
+    assert hidden_stem(cell('import autograder.commands.notebook_hook as h\nh.grade_step("02_scores")')) == "02_scores"
     for other in ['assert f(1) == 2\ngrade_step("04_softmax")',     # an instructor's own test: nbgrader's
                   'grade_step("04_softmax", ".")', 'grade_step("99_nothing")', "grade_step(stem)",
                   'x = grade_step("04_softmax")', "not python ("]:
@@ -373,7 +374,7 @@ def test_hidden_stem_names_the_kit_s_hidden_cells_only():
 
 
 def test_paths_to_cover_never_hide_the_python_the_kernel_needs(tmp_path):
-    from autograder.nbgrader_wall import paths_to_cover
+    from autograder.commands.nbgrader_wall import paths_to_cover
     course = tmp_path / "usr" / "course"
     for sub in ("source", "solutions", ".venv/lib"):
         (course / sub).mkdir(parents=True)

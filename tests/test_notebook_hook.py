@@ -19,7 +19,7 @@ GRADE_CELL = {"grade": True, "solution": False, "locked": True, "points": 10, "s
 
 NOISE = '''
 import os, sys, threading, warnings
-import autograder.grading as grading
+import autograder.grading.run as grading
 real_grade = grading.grade
 
 def noisy_grade(*args, **kwargs):
@@ -36,7 +36,7 @@ def broken_grade(*args, **kwargs):
 
 def overshooting_grade(*args, **kwargs):
     """Checks worth 2.2 + 5.9 + 1.9 points: a float sum just above the cell's 10."""
-    from autograder.grading import CheckResult, Report, StepResult
+    from autograder.grading.run import CheckResult, Report, StepResult
     from autograder import contract
     checks = [CheckResult("02_scores", f"2.{i}", "c", "numbers", p, p, "passed", "Passed.")
               for i, p in enumerate([2.2, 5.9, 1.9], 1)]
@@ -61,7 +61,7 @@ def executed(tmp_path_factory):
         nbformat.v4.new_code_cell(NOISE),
         graded_cell(f"""
             grading.grade = noisy_grade
-            from autograder.notebook import grade_step
+            from autograder.commands.notebook_hook import grade_step
             grade_step("02_scores", {str(folder)!r})"""),
         graded_cell("""
             grading.grade = broken_grade
@@ -109,7 +109,7 @@ def test_the_points_never_exceed_the_cell_s(executed):
 
 
 # ------------------------------------------------------------------ the course's language
-HOOK = "from autograder.notebook import grade_step; grade_step('02_scores'); grade_step('04_softmax')"
+HOOK = "from autograder.commands.notebook_hook import grade_step; grade_step('02_scores'); grade_step('04_softmax')"
 
 
 def run_hook(folder, **env):
@@ -169,7 +169,7 @@ def test_the_environment_overrides_the_course_setting(both_languages):
 
 
 def test_the_setting_is_read_without_running_the_config():
-    from autograder.notebook import configured_language
+    from autograder.commands.notebook_hook import configured_language
     assert configured_language((ROOT / "nbgrader_config.py").read_text()) == "en"
     assert configured_language('c = get_config()\nc.AttentionKit.language = "zh"\n') == "zh"
     assert configured_language("c.AttentionKit.language = 'en'\nc.AttentionKit.language = 'zh'") == "zh"

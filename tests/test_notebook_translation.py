@@ -15,7 +15,9 @@ import shutil
 import nbformat
 import pytest
 
-from autograder import contract, grading, notebook_i18n, notebook_text, release
+from autograder import contract
+from autograder.grading import run as grading
+from autograder.commands import notebook_i18n, notebook_text, release
 from conftest import ROOT
 
 ZH_RELEASE = ROOT / release.release_folder("zh") / contract.ASSIGNMENT

@@ -3,11 +3,13 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import contract, release
+from autograder import contract
+from autograder.commands import release
 from conftest import ROOT
 
 RELEASE = ROOT / "assignments" / contract.ASSIGNMENT
@@ -60,3 +62,13 @@ def test_source_notebook_declares_its_step(step):
     nb = json.loads((ROOT / "source" / contract.ASSIGNMENT / f"{step.stem}.ipynb").read_text())
     assert nb["metadata"]["attention_kit"]["stem"] == step.stem
     assert nb["metadata"]["attention_kit"]["step"] == step.number
+
+
+def test_the_release_check_ignores_what_jupyterlab_writes_beside_the_notebooks(tmp_path):
+    """An instructor who opens a released notebook in JupyterLab gets .ipynb_checkpoints/ beside it:
+    not a difference from source/ (grading and .gitignore skip it too)."""
+    from autograder.commands import release
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    (tmp_path / "04_softmax.ipynb").write_text("{}")
+    (tmp_path / ".ipynb_checkpoints" / "04_softmax-checkpoint.ipynb").write_text("{}")
+    assert release._files(tmp_path) == {Path("04_softmax.ipynb")}

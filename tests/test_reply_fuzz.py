@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder import checks, complexity, gradients, sandbox
+from autograder.checks import expect as checks, complexity, gradients
+from autograder.sandbox import session as sandbox
 from autograder.child import wire
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

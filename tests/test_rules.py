@@ -14,7 +14,8 @@ import textwrap
 
 import pytest
 
-from autograder import complexity, contract
+from autograder import contract
+from autograder.checks import complexity
 from conftest import ROOT
 
 # ------------------------------------------------------------------ correct code, in other styles
@@ -294,7 +295,7 @@ BROKEN = {
 # ------------------------------------------------------------------ grading every case, once
 GRADE_MANY = '''
 import json, sys
-from autograder import grading, zygote
+from autograder.grading import run as grading; from autograder.sandbox import zygote
 zygote.start()
 out = {}
 for folder, stem in json.load(sys.stdin):
@@ -412,7 +413,7 @@ def test_a_step_without_an_api_check_cannot_be_listed(tmp_path):
 # ------------------------------------------------------------------ deterministic
 REPEAT = '''
 import json, sys
-from autograder import grading, zygote
+from autograder.grading import run as grading; from autograder.sandbox import zygote
 zygote.start()
 grader = grading.Grader()
 runs = []
@@ -466,7 +467,7 @@ HALF_POINT_06 = """
 
 HOOK = '''
 import sys
-from autograder.notebook import grade_step
+from autograder.commands.notebook_hook import grade_step
 points = grade_step("06_multi_head", sys.argv[1])
 print("POINTS", repr(points))
 '''
@@ -475,7 +476,7 @@ print("POINTS", repr(points))
 def test_half_points_reach_every_format(tmp_path):
     """Check 6.1 is worth half a point: failing it alone gives 9.5 in results.json, the table, JUnit,
     the CSV gradebook and the points nbgrader's hidden cell returns."""
-    from autograder import batch
+    from autograder.commands import batch
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "06_multi_head.py").write_text(textwrap.dedent(HALF_POINT_06).lstrip())

@@ -1,7 +1,8 @@
 """The sample submissions get the grades they must: full marks, zero, and the lesson's mistakes named."""
 import re
 
-from autograder import contract, i18n, misconceptions
+from autograder import contract, i18n
+from autograder.reference import misconceptions
 from conftest import by_step, tags_of
 
 ALL_POINTS = sum(s.points for s in contract.STEPS)

@@ -15,9 +15,9 @@ from string import Template
 import pytest
 
 from autograder import contract
-from autograder.checks import CheckFailed
-from autograder.student import Student
-from autograder.sandbox import Limits, StepSession
+from autograder.checks.expect import CheckFailed
+from autograder.checks.student import Student
+from autograder.sandbox.session import Limits, StepSession
 from conftest import ROOT
 
 # the suites' @check marker is registered by the grader's own pytest run, not by this one
@@ -74,7 +74,7 @@ CASES = [
 ]
 GRADE_MANY = '''
 import json, sys
-from autograder import grading
+from autograder.grading import run as grading
 out = {}
 for folder, stem in json.load(sys.stdin):
     report = grading.grade(folder, steps=[stem])

@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from playwright.sync_api import expect, sync_playwright
 
-from autograder import release
+from autograder.commands import release
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path("/usr/bin/chromium")

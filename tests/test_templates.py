@@ -6,7 +6,7 @@ import shlex
 
 import yaml
 
-from autograder.cli import FORMATS
+from autograder.commands.cli import FORMATS
 from conftest import ROOT
 
 TEMPLATES = ROOT / "templates"

@@ -140,9 +140,9 @@ def run_visible(jobs, cells=None):
 
 GRADE_MANY = '''
 import json, sys
-from autograder import zygote
+from autograder.sandbox import zygote
 zygote.start_unless_disabled()
-from autograder import grading
+from autograder.grading import run as grading
 out = {}
 for folder, stem in json.load(sys.stdin):
     report = grading.grade(folder, steps=[stem])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import isolation
+from autograder.sandbox import isolation
 from conftest import ROOT
 
 MODE = isolation.choose_mode()
@@ -300,7 +300,7 @@ def test_uids_are_never_reused_across_a_batch_of_over_a_hundred_children(tmp_pat
     sub.mkdir()
     for stem in STEPS:
         (sub / f"{stem}.py").write_text(UID_PROBE + (HONEST / f"{stem}.py").read_text())
-    script = ("import json, sys\nfrom autograder import grading, report\n"
+    script = ("import json, sys\nfrom autograder.grading import run as grading; from autograder.reports import gradescope_json as report\n"
               "g = grading.Grader()\nout = []\n"
               "for i in range(22):\n"
               f"    r = g.grade(sys.argv[1], None, {STEPS!r})\n"

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from autograder import grading
+from autograder.grading import run as grading
 
 SAMPLES = grading.Path(__file__).resolve().parent.parent / "samples"
 STEP = "03_scaling"

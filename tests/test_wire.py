@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.checks import Opaque, Returned, Seq, decode
+from autograder.checks.expect import Opaque, Returned, Seq, decode
 from autograder.child import wire
-from autograder.sandbox import BadReply
+from autograder.sandbox.session import BadReply
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64", "bool"])

@@ -1,8 +1,9 @@
 """Fixtures for the hidden suites: `student` calls the submission's code for the module's STEP."""
 import pytest
 
-from autograder import contract, misconceptions
-from autograder.student import STEP_SESSIONS, Student
+from autograder import contract
+from autograder.reference import misconceptions
+from autograder.checks.student import STEP_SESSIONS, Student
 from autograder.i18n import _
 
 

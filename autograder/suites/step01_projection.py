@@ -1,12 +1,12 @@
 """Hidden suite, step 1: project_qkv(X, W_Q, W_K, W_V) -> (Q, K, V). 10 points."""
 import numpy as np
 
-from autograder import complexity
-from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_seq,
-                               expect_shape)
+from autograder.checks import complexity
+from autograder.checks.expect import (CheckFailed, check, expect_array, expect_close, expect_dtype,
+                                      expect_seq, expect_shape)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering
 from solutions import step01_projection
 
 ref = Remembering(step01_projection)     # the references' answers, remembered for the next submission

@@ -1,12 +1,14 @@
 """Hidden suite, step 2: attention_scores(Q, K) -> Q K^T. 10 points."""
 import numpy as np
 
-from autograder import complexity, variants
-from autograder.checks import CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape
+from autograder.checks import complexity
+from autograder.reference import variants
+from autograder.checks.expect import (CheckFailed, check, expect_array, expect_close, expect_dtype,
+                                      expect_shape)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering
-from autograder.sandbox import StudentRaised
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering
+from autograder.sandbox.session import StudentRaised
 from solutions import step02_scores
 
 ref = Remembering(step02_scores)     # the references' answers, remembered for the next submission

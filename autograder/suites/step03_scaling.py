@@ -1,11 +1,12 @@
 """Hidden suite, step 3: scale_scores(scores, d_k) -> scores / sqrt(d_k). 10 points."""
 
-from autograder import complexity, variants
-from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_shape,
-                               inputs_changed)
+from autograder.checks import complexity
+from autograder.reference import variants
+from autograder.checks.expect import (CheckFailed, check, expect_array, expect_close, expect_dtype,
+                                      expect_shape, inputs_changed)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering
 from solutions import step03_scaling
 
 ref = Remembering(step03_scaling)     # the references' answers, remembered for the next submission

@@ -1,12 +1,13 @@
 """Hidden suite, step 4: softmax(x, axis=-1), numerically stable, any rank. 10 points."""
 import numpy as np
 
-from autograder import complexity, variants
-from autograder.checks import (check, expect_array, expect_close, expect_dtype, expect_finite, expect_shape, note,
-                               CheckFailed)
+from autograder.checks import complexity
+from autograder.reference import variants
+from autograder.checks.expect import (check, expect_array, expect_close, expect_dtype, expect_finite,
+                                      expect_shape, note, CheckFailed)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering
 from solutions import step04_softmax
 
 ref = Remembering(step04_softmax)     # the references' answers, remembered for the next submission

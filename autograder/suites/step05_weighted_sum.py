@@ -1,14 +1,15 @@
 """Hidden suite, step 5: weighted_sum(weights, V) and self_attention(X, W_Q, W_K, W_V). 10 points."""
 import numpy as np
 
-from autograder import complexity, variants
-from autograder.checks import (CheckFailed, check, expect_array, expect_close, expect_dtype, expect_full_precision,
-                               expect_pair, expect_shape, note)
+from autograder.checks import complexity
+from autograder.reference import variants
+from autograder.checks.expect import (CheckFailed, check, expect_array, expect_close, expect_dtype,
+                                      expect_full_precision, expect_pair, expect_shape, note)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering
-from autograder.misconceptions import describe
-from autograder.tolerances import large_scores_tolerance
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering
+from autograder.reference.misconceptions import describe
+from autograder.checks.tolerances import large_scores_tolerance
 from solutions import step05_weighted_sum
 
 ref = Remembering(step05_weighted_sum)     # the references' answers, remembered for the next submission

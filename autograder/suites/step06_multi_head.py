@@ -9,14 +9,15 @@ import math
 import numpy as np
 import torch
 
-from autograder import complexity, gradients, misconceptions, variants
-from autograder.checks import (check, compare, expect_array, expect_close, expect_dtype, expect_finite,
-                               expect_attention, expect_full_precision, expect_pair, expect_shape, gpu_usable, note,
-                               precision_lost, CheckFailed)
+from autograder.checks import complexity, gradients
+from autograder.reference import misconceptions, variants
+from autograder.checks.expect import (check, compare, expect_array, expect_close, expect_dtype,
+                                      expect_finite, expect_attention, expect_full_precision, expect_pair,
+                                      expect_shape, gpu_usable, note, precision_lost, CheckFailed)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import Remembering, remembered
-from autograder.tolerances import large_scores_tolerance, tolerance
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering, remembered
+from autograder.checks.tolerances import large_scores_tolerance, tolerance
 from solutions import step06_multi_head
 
 ref = Remembering(step06_multi_head)     # the references' answers, remembered for the next submission

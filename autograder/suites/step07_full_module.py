@@ -15,14 +15,15 @@ import math
 import numpy as np
 import torch
 
-from autograder import complexity, gradients, misconceptions, variants
-from autograder.checks import (check, compare, expect_array, expect_attention, expect_dtype, expect_finite,
-                               expect_full_precision, expect_pair, expect_shape, gpu_usable, precision_lost,
-                               note, CheckFailed)
+from autograder.checks import complexity, gradients
+from autograder.reference import misconceptions, variants
+from autograder.checks.expect import (check, compare, expect_array, expect_attention, expect_dtype,
+                                      expect_finite, expect_full_precision, expect_pair, expect_shape,
+                                      gpu_usable, precision_lost, note, CheckFailed)
 from autograder.i18n import _
-from autograder.inputs import randn, rounded
-from autograder.memo import remembered
-from autograder.tolerances import large_scores_tolerance, tolerance
+from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import remembered
+from autograder.checks.tolerances import large_scores_tolerance, tolerance
 from solutions import step07_full_module as ref
 
 STEP = "07_full_module"

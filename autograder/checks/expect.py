@@ -1,0 +1,442 @@
+"""What the hidden suites are written with: the `check` marker, the `Student` adapter, and
+`expect_*` helpers that fail with a message a student can act on.
+
+A suite never sees the student's objects: it sends numpy inputs through `Student`, gets back
+plain decoded values (`Returned` arrays, `Seq`, `Opaque`), and compares them here, in the
+trusted parent, with references computed on the same inputs.
+"""
+import contextlib
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from autograder.reference import misconceptions
+from autograder.child import wire
+from autograder.i18n import _
+from autograder.sandbox.session import BadReply, StudentRaised
+from autograder.checks.tolerances import tolerance
+
+
+def check(number, points, kind, name=None):
+    """Mark a test as a graded check: `@check("4.2", points=2, kind="numbers")`."""
+    return pytest.mark.check(number=number, points=points, kind=kind, name=name)
+
+
+class CheckFailed(Exception):
+    """A check failed; `message` is for the student, `misconceptions` are recognised mistake ids."""
+
+    def __init__(self, message, misconceptions=()):
+        super().__init__(message)
+        self.message = message
+        self.misconceptions = list(misconceptions)
+
+
+def note(request, text):
+    """Attach a note to a passing check (e.g. an accepted NumPy promotion)."""
+    request.node.stash.setdefault(NOTES, []).append(text)
+
+
+NOTES = pytest.StashKey[list]()
+
+
+@contextlib.contextmanager
+def gpu_usable():
+    """Skip (not fail) a device check when CUDA itself cannot start in the student's process:
+    the grader saw a GPU, but the sandbox kept it from the child. That is no fault of the code."""
+    try:
+        yield
+    except StudentRaised as exc:
+        message = str(exc.error.get("message", ""))
+        if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
+                                            "No CUDA GPUs are available")):
+            pytest.skip(_("a GPU is present, but CUDA could not start in the isolated process that runs "
+                          "the submission ({error})", error=message.splitlines()[0][:200]))
+        raise
+
+
+# ------------------------------------------------------------------ decoded values
+@dataclass
+class Returned:
+    """An array the student's code returned, decoded and checked."""
+    array: np.ndarray        # values (bfloat16 arrives widened to float32)
+    kind: str                # "ndarray", "numpy-scalar" or "tensor"
+    type: str                # the Python type the student's code returned
+    dtype: str               # the dtype it had ("bfloat16" included)
+    device: str = None
+    requires_grad: bool = False
+    # the caller's arguments (positions, or "x" and parameter names for a module) the call that
+    # returned it changed in place, as the child reported them: every value check fails on it
+    mutated: tuple = ()
+
+    @property
+    def shape(self):
+        return tuple(self.array.shape)
+
+
+@dataclass
+class Seq:
+    type: str
+    items: list
+    length: int
+
+
+@dataclass
+class Opaque:
+    type: str
+    repr: str
+
+
+def decode(rec, depth=0):
+    """Turn a child's record into Returned / Seq / Opaque / a plain scalar. Never trusts it."""
+    if not isinstance(rec, dict) or depth > wire.MAX_DEPTH + 1:
+        raise BadReply(_("malformed value"))
+    t = rec.get("t")
+    if t == "scalar":
+        v = rec.get("value")
+        if v is None or type(v) in (bool, int, float):
+            return v
+        raise BadReply(_("malformed scalar"))
+    if t == "str":
+        return str(rec.get("value", ""))[:wire.MAX_TEXT]
+    if t == "array":
+        try:
+            arr = wire.decode_array(rec)
+        except (ValueError, TypeError) as exc:
+            raise BadReply(_("malformed array ({error})", error=exc)) from None
+        return Returned(arr, str(rec.get("kind"))[:40], str(rec.get("type"))[:200], str(rec.get("dtype")),
+                        None if rec.get("device") is None else str(rec.get("device"))[:40],
+                        bool(rec.get("requires_grad")))
+    if t == "seq":
+        items = rec.get("items")
+        if not isinstance(items, list):
+            raise BadReply(_("malformed sequence"))
+        return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
+                   _length(rec.get("length", len(items))))
+    if t == "opaque":
+        return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
+    raise BadReply(_("unknown value kind"))
+
+
+def _length(n):
+    if type(n) is not int or n < 0:
+        raise BadReply(_("malformed sequence"))
+    return n
+
+
+def checked(decoder, *args):
+    """Run a decoder on what the child sent: whatever a forged reply makes it raise (a field of the
+    wrong type, an absurd size) is a BadReply for this check, never an error of the grader."""
+    try:
+        return decoder(*args)
+    except BadReply:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+            UnicodeError, MemoryError) as exc:
+        raise BadReply(_("malformed reply ({error})", error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
+
+
+def describe_value(v):
+    """A short phrase for what came back, used in type errors."""
+    if isinstance(v, Opaque) and v.repr.startswith(("array of dtype", "tensor of dtype")):
+        # the child's repr is "array of dtype <name>" (English, made in the child): only the name is kept
+        return _("a {type} of dtype {dtype} (only numeric dtypes can be graded)", type=v.type,
+                 dtype=v.repr.split("of dtype", 1)[1].strip())
+    if isinstance(v, Returned):
+        return _("a {type} of shape {shape} and dtype {dtype}", type=v.type, shape=v.shape, dtype=v.dtype)
+    if isinstance(v, Seq):
+        return _("a {type} of {n} items", type=v.type, n=v.length)
+    if isinstance(v, Opaque):
+        return _("an object of type {type}", type=v.type)
+    return f"{type(v).__name__} {v!r}"
+
+
+def inputs_changed(what, names, framework):
+    """The one message for code that changed the caller's arrays, tensors or parameters in place."""
+    if framework == "torch":
+        return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, "
+                 "`x.sub_(...)`, `x[...] = ...` or a write through .data). The caller, and autograd, may still "
+                 "need the original values: compute new tensors instead (x = x / ..., not x /= ...).",
+                 what=what, names=", ".join(names))
+    return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, `x -= ...`, "
+             "`x[...] = ...` or `out=x`). The caller may still need the original values: compute a new array "
+             "instead (x = x - ..., not x -= ...).", what=what, names=", ".join(names))
+
+
+def expect_unchanged(value, what, framework):
+    """The call that returned `value` left the caller's inputs as they were (child-reported `mutated`).
+
+    Numpy steps: every value check says so. Torch steps: their gradient check owns it (6.13, 7.14:
+    autograd needs the original values, and the message says so), so one mistake costs one verdict
+    there, not a scatter of value checks some of which compare before the change shows."""
+    if framework == "torch":
+        return
+    if isinstance(value, Returned) and value.mutated:
+        raise CheckFailed(inputs_changed(what, value.mutated, framework))
+
+
+def precision_lost(what, downcasts):
+    """The message for float32 (or lower) arithmetic inside a float64 computation, in the step's
+    library; None when there was none."""
+    if not downcasts:
+        return None
+    lower = downcasts[0].rsplit("-> ", 1)[-1]
+    if _framework() == "numpy":
+        return _("{what}: part of the computation holds {lower} arrays although everything came in as float64 "
+                 "({ops}). Precision is lost to {lower} inside the computation: the results carry only {lower}'s "
+                 "digits (about 7 for float32), where the float64 checks compare at about 15. Keep every array "
+                 "in the input's dtype: no .astype(np.float32) or dtype=np.float32; use x.dtype.",
+                 what=what, lower=lower, ops="; ".join(downcasts[:3]))
+    return _("{what}: part of the computation runs in {lower} although everything came in as float64 ({ops}). "
+             "Precision is lost to {lower} inside the computation: the results carry only {lower}'s digits "
+             "(about 7 for float32), where the float64 checks compare at about 15, and finite differences "
+             "(the gradient check) need them. Keep every tensor in the input's dtype: no .float(), "
+             ".to(torch.float32) or dtype=torch.float32 (in torch.softmax too); use x.dtype.",
+             what=what, lower=lower, ops="; ".join(downcasts[:3]))
+
+
+def expect_full_precision(student, request, what):
+    """A float64 run of the student's code stays float64 throughout: in torch steps the child's
+    dispatch mode sees every op, in numpy steps its tracer sees every array the student's functions
+    hold when they return (child/meters.py); so each float64 check gets the same verdict, whatever
+    its values' luck (the float64 tolerance admits one float32 constant, not float32 arrays).
+    `request`: a call_request / module_request in float64."""
+    # measured once per step's child and name (the first float64 check), then the same verdict for
+    # every check: a property of the code, not of one check's inputs, and a measurement costs a run
+    memo = student.session.__dict__.setdefault("_downcasts", {})
+    key = (request.get("op"), request.get("name"), request.get("dtype"))
+    if key not in memo:
+        memo[key] = student.measure(request, what, count=False, precision=True).downcasts
+    text = precision_lost(what, memo[key])
+    if text:
+        raise CheckFailed(text)
+
+
+def _framework():
+    from autograder.reference.misconceptions import FRAMEWORK
+    return FRAMEWORK.get() or "numpy"
+
+
+# ------------------------------------------------------------------ expectations
+def expect_pair(value, what, names=("out", "weights")):
+    """The student returned two things (a tuple or list of 2)."""
+    if isinstance(value, Seq) and len(value.items) == 2:
+        return value.items
+    raise CheckFailed(_("{what} should return a pair ({names}); it returned {got}.",
+                        what=what, names=", ".join(names), got=describe_value(value)))
+
+
+def expect_seq(value, n, what, names):
+    if isinstance(value, Seq) and len(value.items) == n:
+        return value.items
+    raise CheckFailed(_("{what} should return {n} values ({names}); it returned {got}.",
+                        what=what, n=n, names=", ".join(names), got=describe_value(value)))
+
+
+def expect_array(value, what, framework, device=None):
+    """The value is a plain numpy array (numpy steps) or a torch tensor (torch steps)."""
+    if framework == "numpy":
+        if isinstance(value, Returned) and value.kind == "ndarray" and value.type == "numpy.ndarray":
+            return value
+        if isinstance(value, Returned) and value.kind == "ndarray":
+            raise CheckFailed(_("{what} returned a {type}, a subclass of numpy.ndarray; "
+                                "return a plain numpy.ndarray (np.asarray(result)).", what=what, type=value.type))
+        if isinstance(value, Returned) and value.kind == "numpy-scalar":
+            raise CheckFailed(_("{what} returned a single number ({type}), not an array: "
+                                "did a sum or max drop the axes you needed (keepdims=True)?",
+                                what=what, type=value.type))
+        if isinstance(value, Returned) and value.kind == "tensor":
+            raise CheckFailed(_("{what} returned a torch tensor; this step works with numpy arrays.", what=what))
+        raise CheckFailed(_("{what} should return a numpy array; it returned {got}.",
+                            what=what, got=describe_value(value)))
+    if isinstance(value, Returned) and value.kind == "tensor":
+        if device is not None and value.device is not None and value.device.split(":")[0] != device.split(":")[0]:
+            raise CheckFailed(_("{what} returned a tensor on {got}, but its input was on {device}: "
+                                "create new tensors with device=x.device (or use *_like functions).",
+                                what=what, got=value.device, device=device))
+        return value
+    raise CheckFailed(_("{what} should return a torch tensor; it returned {got}.",
+                        what=what, got=describe_value(value)))
+
+
+def expect_shape(got, shape, what, variants=None):
+    shape = tuple(shape)
+    if got.shape == shape:
+        return
+    msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
+    found = _diagnose(got, variants or {}, None)
+    if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
+        msg += _(" The last two axes look swapped.")
+    raise CheckFailed(msg + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
+def expect_dtype(request, got, input_dtype, what, framework, numpy_scalar_ok=False):
+    """Floating results keep the input's dtype.
+
+    numpy_scalar_ok: the step whose code divides by a NumPy scalar (step 3: `scores / np.sqrt(d_k)`),
+    where NumPy 2 promoting float32 to float64 is the reason for a float64 result. Accepted there,
+    with a note, only when the values show that reason: promotion does the arithmetic in float64, so
+    its results are not float32 numbers; values that all are float32 numbers were computed in
+    float32 and widened afterwards (an `.astype(float)` at the end), which no step accepts.
+    Everywhere else a float64 result for float32 input fails."""
+    if got.dtype == str(input_dtype):
+        return
+    if numpy_scalar_ok and framework == "numpy" and str(input_dtype) == "float32" and got.dtype == "float64":
+        if not _all_float32_numbers(got.array):
+            note(request, _("{what}: float32 input gave a float64 result, computed in float64. Accepted in this "
+                            "step: dividing (or multiplying) by a NumPy float64 scalar such as np.sqrt(d_k) makes "
+                            "NumPy 2 promote the float32 array to float64 (so does converting the scores before "
+                            "the division). `scores / math.sqrt(d_k)` keeps float32.", what=what))
+            return
+        raise CheckFailed(_("{what} has dtype float64, but every value is a float32 number: the arithmetic was done "
+                            "in float32 and the result converted to float64 afterwards (an .astype(float), "
+                            "np.float64(...) or np.asarray(..., dtype=float) at the end). Return the float32 "
+                            "result as it is.", what=what))
+    if str(input_dtype) == "float32" and got.dtype == "float64":
+        if framework == "torch":
+            cause = _("a .double(), dtype=torch.float64, or a float64 tensor created without dtype=x.dtype")
+        else:
+            cause = _("an .astype(float) or np.float64(...), dtype=float in a new array, or a NumPy float64 scalar "
+                      "such as np.sqrt(d) in the arithmetic (NumPy 2 promotes float32 with it; math.sqrt keeps "
+                      "float32)")
+        raise CheckFailed(_("{what} has dtype float64; expected float32, the dtype of the input: the dtype was not "
+                            "kept. float32 is chosen to halve the memory and speed up the arithmetic (and GPUs are "
+                            "fastest in it); code that widens it to float64 silently doubles both, and the rest of a "
+                            "float32 model would then have to convert back. Look for {cause}.",
+                            what=what, cause=cause))
+    raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
+                        "Avoid hard-coding a dtype (e.g. float32 or .double()) in new arrays.",
+                        what=what, got=got.dtype, dtype=input_dtype))
+
+
+def _all_float32_numbers(values):
+    """Is every finite value exactly a float32 number (float32 results widened to float64)?"""
+    import numpy as np
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    return v.size > 0 and bool(np.all(v.astype(np.float32).astype(np.float64) == v))
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    n: int
+    n_close: int
+    worst_index: tuple = None
+    worst_got: float = None
+    worst_expected: float = None
+    max_abs_err: float = 0.0
+    bad_nonfinite: int = 0
+
+    @property
+    def share_close(self):
+        return self.n_close / self.n if self.n else 1.0
+
+
+def compare(got, expected, rtol, atol):
+    """Element-wise closeness in float64. NaN or inf where the reference is finite never passes."""
+    g = np.asarray(got, dtype=np.float64)
+    e = np.asarray(expected, dtype=np.float64)
+    if g.shape != e.shape:
+        return Comparison(False, e.size, 0)
+    if e.size == 0:
+        return Comparison(True, 0, 0)
+    finite_e = np.isfinite(e)
+    scale = max(1.0, float(np.sqrt(np.mean(np.square(e[finite_e]))))) if finite_e.any() else 1.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        err = np.abs(g - e)
+        close = err <= atol * scale + rtol * np.abs(e)
+    # exact agreement covers matching infinities (e.g. -inf scores kept as -inf) and NaN == NaN
+    # (only variants are ever NaN; a reference never is)
+    close |= (g == e) | (np.isnan(g) & np.isnan(e))
+    bad_nonfinite = int(np.sum(~np.isfinite(g) & finite_e))
+    err = np.where(close, 0.0, np.where(np.isfinite(err), err, np.inf))
+    worst = np.unravel_index(int(np.argmax(err)), e.shape)
+    return Comparison(bool(close.all()), e.size, int(close.sum()), tuple(int(i) for i in worst),
+                      float(g[worst]), float(e[worst]), float(err[worst]), bad_nonfinite)
+
+
+def _diagnose(got, variants, tol):
+    """Ids of the variants (mistakes applied to the reference) that the student's output matches."""
+    found = []
+    for mid, expected in variants.items():
+        expected = expected() if callable(expected) else expected
+        if expected is None or tuple(np.shape(expected)) != got.shape:
+            continue
+        rtol, atol = tol if tol else tolerance("float64" if got.dtype == "float64" else "float32", "composed")
+        # a looser band than the pass band: a mistake still shows through float32 rounding
+        if compare(got.array, expected, rtol * 10, atol * 10).ok:
+            found.append(mid)
+    return found
+
+
+PRECISION = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+
+
+def expect_close(got, expected, what, dtype, level="op", variants=None):
+    """The student's values match the float64 reference within the dtype's tolerance.
+
+    level: "op" or "composed" (see tolerances.py), or an explicit (rtol, atol).
+
+    Values from a call that changed the caller's inputs in place fail, whatever they are.
+    On failure the message says how many values match, where the worst one is, and names the
+    mistake when a variant (a known mistake applied to the reference) matches instead.
+    """
+    expect_unchanged(got, what, _framework())
+    if PRECISION.get(got.dtype, 0) < PRECISION.get(str(dtype), 0):
+        raise CheckFailed(_("{what} has dtype {got}; expected {dtype}, the dtype of the input. "
+                            "Lower precision loses digits the check needs: don't cast the result down.",
+                            what=what, got=got.dtype, dtype=dtype))
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
+    cmp = compare(got.array, expected, rtol, atol)
+    if cmp.ok:
+        return
+    found = _diagnose(got, variants or {}, (rtol, atol))
+    if cmp.bad_nonfinite:
+        msg = _("{what}: {bad} of {n} values are NaN or infinite where the expected "
+                "values are finite (first at index {index}).",
+                what=what, bad=cmp.bad_nonfinite, n=cmp.n, index=cmp.worst_index)
+    else:
+        # enough digits to show where the two numbers part
+        digits = 6 if abs(cmp.worst_got - cmp.worst_expected) > 1e-5 * abs(cmp.worst_expected) else 12
+        msg = _("{what}: {bad} of {n} values differ from the expected ones "
+                "({share} match, tolerance rtol={rtol}, atol={atol} for {dtype}). "
+                "Worst at index {index}: expected {expected}, got {got}.",
+                what=what, bad=cmp.n - cmp.n_close, n=cmp.n, share=f"{cmp.share_close:.0%}",
+                rtol=f"{rtol:g}", atol=f"{atol:g}", dtype=dtype, index=cmp.worst_index,
+                expected=f"{cmp.worst_expected:.{digits}g}", got=f"{cmp.worst_got:.{digits}g}")
+    if found:
+        msg += "\n" + misconceptions.describe(found)
+    raise CheckFailed(msg, found)
+
+
+def expect_finite(got, what, hint):
+    bad = ~np.isfinite(np.asarray(got.array, dtype=np.float64))
+    if bad.any():
+        first = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise CheckFailed(_("{what}: {bad} of {n} values are NaN or infinite (first at index {index}). {hint}",
+                            what=what, bad=int(bad.sum()), n=bad.size, index=first, hint=hint))
+
+
+def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=("out", "weights"), extra=None,
+                     level="composed"):
+    """Both outputs of an attention call match the reference (expected = (out, weights)).
+
+    mistakes: {id: (out, weights)} from variants; a mistake is named only when it explains both.
+    level: as in expect_close (an explicit (rtol, atol) for large scores, see tolerances.py).
+    """
+    expect_unchanged(out, what, _framework())      # told once, not for each output
+    problems = []
+    for got, exp, name in ((weights, expected[1], names[1]), (out, expected[0], names[0])):
+        try:
+            expect_close(got, exp, f"{what}: {name}", dtype, level=level)
+        except CheckFailed as failure:
+            problems.append(failure.message)
+    if not problems:
+        return
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
+    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
+             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
+             and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
+    text = "\n".join(problems + ([extra] if extra else []))
+    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)

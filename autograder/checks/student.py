@@ -1,0 +1,117 @@
+"""The `Student` adapter: how a hidden suite reaches the student's code, in its child process.
+
+Suites never talk to the child themselves: `student.call(...)`, `student.module(...)`,
+`student.grad(...)` and `student.measure(...)` build the request, send it through the step's
+session (sandbox.py) and decode the reply into checked plain data (checks.decode,
+gradients.decode_reply, complexity.decode_measurement). This module sits above checks,
+gradients and complexity, so none of them imports another in a circle.
+"""
+import numpy as np
+import pytest
+
+from autograder.checks import complexity, gradients
+from autograder.checks.expect import Returned, Seq, checked, decode
+from autograder.child import wire
+from autograder.i18n import _
+from autograder.sandbox.session import BadReply
+
+# the step sessions of the submission being graded, {stem: StepSession}: set by the grading
+# run (grading.py) before the suites' checks run, read by the `student` fixture (suites/conftest.py)
+STEP_SESSIONS = pytest.StashKey[dict]()
+
+
+class Student:
+    """Calls into the student's step file, in its child process, on one device."""
+
+    def __init__(self, session, device="cpu", cast=None):
+        self.session, self.device, self.cast = session, device, cast
+
+    @property
+    def framework(self):
+        return self.session.step.framework
+
+    def on(self, device, cast=None):
+        """The same student code, with inputs sent to `device` (torch steps) and cast to `cast`."""
+        return Student(self.session, device, cast)
+
+    def _encode(self, x):
+        if isinstance(x, np.ndarray):
+            return wire.encode_input(x, self.framework == "torch", self.device, self.cast)
+        if x is None or type(x) in (bool, int, float):
+            return {"t": "scalar", "value": x}
+        raise TypeError(f"the grader cannot send {type(x).__name__}")
+
+    def call(self, name, *args, **kwargs):
+        """Call the student's function `name` and return what it returned, decoded."""
+        what = f"{name}(...)"
+        reply = self.session.request(self.call_request(name, *args, **kwargs), what)
+        self.mutated = _mutated(reply, lambda i: _("argument {n}", n=int(i) + 1) if type(i) is int else str(i))
+        return _with_mutated(checked(decode, reply.get("value")), self.mutated)
+
+    def module(self, name, init, params, x, dtype="float64"):
+        """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
+
+        Returns (value, param_shapes) where value is None when the parameters did not fit.
+        """
+        reply = self.session.request(self.module_request(name, init, params, x, dtype), f"{name}(...).forward(x)")
+        shapes = reply.get("params")
+        if not isinstance(shapes, dict):
+            raise BadReply(_("malformed parameter list"))
+        value = reply.get("value")
+        self.mutated = _mutated(reply, str)
+        return (None if value is None else _with_mutated(checked(decode, value), self.mutated)), shapes
+
+    def grad(self, target, cotangents, small):
+        """Run the student's code forward and backward in float64 (see gradients.py).
+
+        target, small: gradients.function_target(...) or gradients.module_target(...), the
+        second for torch.autograd.gradcheck; cotangents: one array per output.
+        Returns a gradients.Gradients (plain, checked data).
+        """
+        reply = self.session.request(
+            {"op": "grad", **target, "cotangents": [wire.encode_input(c) for c in cotangents], "small": small},
+            f"{target['name']}(...) and its backward pass")
+        return checked(gradients.decode_reply, reply, target)
+
+    def call_request(self, name, *args, **kwargs):
+        """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""
+        return {"op": "call", "name": name, "args": [self._encode(a) for a in args],
+                "kwargs": {k: self._encode(v) for k, v in kwargs.items()}}
+
+    def module_request(self, name, init, params, x, dtype="float64"):
+        """The request that builds the student's module and runs forward (sent by `module`, or to `measure`)."""
+        return {"op": "module", "name": name, "init": {"kwargs": {k: self._encode(v) for k, v in init.items()}},
+                "params": {k: wire.encode_input(v) for k, v in params.items()},
+                "input": self._encode(x), "device": self.device, "dtype": dtype}
+
+    def measure(self, request, what, forbidden=(), count=True, precision=False):
+        """Run a call_request / module_request with the child's meters on (child/meters.py).
+
+        forbidden: dotted names of APIs to watch for; count=False watches for them only;
+        precision: also watch a numpy step's arrays for float32 inside a float64 run (.downcasts).
+        Returns a complexity.Measurement (plain, checked counts); the value never comes back.
+        """
+        # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
+        reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
+                                      "count": bool(count), "python_memory": self.framework == "numpy",
+                                      "precision": bool(precision)}, what)
+        return checked(complexity.decode_measurement, reply)
+
+
+def _mutated(reply, name):
+    """The names of the inputs the child says the call changed in place (bounded, plain strings)."""
+    mutated = reply.get("mutated") or []
+    if not isinstance(mutated, list):
+        return []
+    return [name(m)[:100] for m in mutated[:100] if type(m) in (int, str)]
+
+
+def _with_mutated(value, mutated):
+    """Mark every array in a decoded value with what its call changed in place."""
+    if mutated:
+        if isinstance(value, Returned):
+            value.mutated = tuple(mutated)
+        elif isinstance(value, Seq):
+            for item in value.items:
+                _with_mutated(item, mutated)
+    return value

@@ -1,0 +1,496 @@
+"""Grade a whole class: `python -m autograder grade-all ROOT --results-dir OUT [--csv F] [--jobs N]`.
+
+- Finding work: a folder per student, one zip file per student (.zip in any case; read in memory
+  with limits: a zip is untrusted), or nbgrader's `submitted/<student>/self_attention/` when ROOT
+  is a course (nbgrader_base: decided by what a student cannot create). Every entry is accounted
+  for (survey): graded, or scored 0 with the reason (a link, a stray file, two entries of one
+  student), or, hidden, listed as left out. OUT/<safe_name>/results.json is one-to-one with the
+  students' exact names, whatever their script, case or punctuation (safe_text.file_name).
+- A submission travels as plain data, {relative path: bytes} of its step files, so the same task
+  runs in a local worker or on a Dask worker on another machine; the worker writes the files into
+  a scratch folder of its own and grades them there with `grading.grade`, exactly as `grade` does.
+- Warm workers: each worker process grades many submissions, so pytest, the suites and the
+  references load once; its step children fork from a zygote (zygote.py) that imported numpy and
+  torch once. Isolation and limits per child are the same as for `grade`.
+- Resumable: each results file records a fingerprint of the submission's files and of the grader
+  (its code, suites, references and limits); a rerun skips a student whose fingerprint is
+  unchanged. Each result is written atomically as soon as it arrives, so an interruption loses
+  none that finished.
+"""
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import threading
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+
+from autograder import __version__, atomic, contract, i18n, submitted_files, safe_text
+from autograder.i18n import _
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+STEP_FILE_NAMES = {name for s in contract.STEPS for name in s.files}
+MAX_FILE_BYTES = submitted_files.MAX_FILE_BYTES               # one step file
+MAX_SUBMISSION_BYTES = submitted_files.MAX_SUBMISSION_BYTES   # all of one submission's step files
+MAX_ZIP_MEMBERS = 2000            # entries looked at in one zip
+
+
+class BadSubmission(Exception):
+    """The submission cannot be read (bad zip, too large): the student scores 0, the batch goes on."""
+
+
+@dataclass
+class Submission:
+    student: str                   # the student's name exactly as ROOT spells it (folder, or zip without .zip)
+    source: str                    # the folder or zip it came from
+    key: str = ""                  # its name under OUT and in the feedback pages: safe_name(), one-to-one
+    problem: str = None            # why it cannot be graded (a link, two entries, not a submission), else None
+
+
+# ------------------------------------------------------------------ finding submissions
+ARCHIVE_SUFFIX = ".zip"            # recognised however it is written: .zip, .ZIP, .Zip
+NBGRADER_FILES = ("nbgrader_config.py", "gradebook.db")
+NBGRADER_FOLDERS = {"submitted", "source", "release", "autograded", "feedback"}
+
+
+def safe_name(student, hashed=False):
+    """The student's name as a file name (OUT/<name>/results.json), one-to-one by construction:
+    a plain name (ASCII letters, digits, . _ @ + -) as it is, any other a readable part, `~` and a
+    hash of the exact name (safe_text.file_name). `hashed` for a plain name that another student's
+    differs from only in case."""
+    return safe_text.file_name(student, hashed)
+
+
+def nbgrader_base(root):
+    """ROOT/submitted when ROOT is an nbgrader course, else None. Decided by what a student
+    cannot create: ROOT holds nbgrader's own files (nbgrader_config.py or gradebook.db, plain
+    files), or nothing but nbgrader's course folders; a student's folder that happens to be
+    called `submitted`, beside the other students, does not make ROOT a course."""
+    root = Path(root)
+    sub = root / "submitted"
+    if sub.is_symlink() or not sub.is_dir():
+        return None
+    if any((root / f).is_file() and not (root / f).is_symlink() for f in NBGRADER_FILES):
+        return sub
+    others = [e for e in root.iterdir() if not e.name.startswith(".") and e.name not in NBGRADER_FOLDERS]
+    return sub if not others else None
+
+
+def _student_of(entry, st):
+    """(student name, kind) of one entry: kind is "folder", "zip", "link" or "other"."""
+    name = entry.name
+    is_zip = name.casefold().endswith(ARCHIVE_SUFFIX) and len(name) > len(ARCHIVE_SUFFIX)
+    if stat.S_ISLNK(st.st_mode):
+        return (name[:-len(ARCHIVE_SUFFIX)] if is_zip else name), "link"
+    if stat.S_ISDIR(st.st_mode):
+        return name, "folder"
+    if stat.S_ISREG(st.st_mode) and is_zip:
+        return name[:-len(ARCHIVE_SUFFIX)], "zip"
+    return name, "other"
+
+
+def survey(root):
+    """(submissions sorted by student, [(entry, reason)] of the entries left out): every entry
+    of ROOT (or of ROOT/submitted/ in an nbgrader course) is one or the other. Hidden entries
+    (.DS_Store, .ipynb_checkpoints) are left out, with the reason; any other entry gets a
+    submission: a folder or .zip (any case) to grade, or one with the `problem` that stops it
+    (a symbolic link, which is never followed; two entries of one student; a file that is not a
+    .zip), which scores 0 with that reason."""
+    root = Path(root)
+    base = nbgrader_base(root) or root
+    by_student, left_out = {}, []
+    for entry in sorted(base.iterdir(), key=lambda e: e.name):
+        try:
+            st = entry.lstat()
+        except OSError as exc:          # removed while we look: say so
+            left_out.append((entry.name, f"{type(exc).__name__}: {exc.strerror}"))
+            continue
+        if entry.name.startswith("."):
+            left_out.append((entry.name, "hidden"))
+            continue
+        student, kind = _student_of(entry, st)
+        by_student.setdefault(student, []).append((entry, kind))
+    # plain names that differ only in case would share one folder on a case-insensitive disk
+    folded = {}
+    for student in by_student:
+        if safe_text.is_plain(student):
+            folded.setdefault(student.casefold(), []).append(student)
+    subs = []
+    for student, entries in sorted(by_student.items()):
+        key = safe_name(student, hashed=len(folded.get(student.casefold(), ())) > 1)
+        subs.append(_submission(student, key, entries))
+    keys = {}
+    for sub in subs:      # cannot happen (a 40-bit hash would have to collide): refused, never silent
+        other = keys.setdefault(sub.key.casefold(), sub)
+        if other is not sub:
+            raise RuntimeError(f"two students map to one results folder: {other.student!a} and {sub.student!a}")
+    return subs, left_out
+
+
+def _submission(student, key, entries):
+    if len(entries) > 1:
+        names = ", ".join(e.name + ("/" if kind == "folder" else "") for e, kind in entries)
+        return Submission(student, str(entries[0][0]), key,
+                          _("more than one submission for this student ({entries}): keep one and grade again",
+                            entries=names))
+    entry, kind = entries[0]
+    if kind == "link":
+        return Submission(student, str(entry), key,
+                          _("{name} is a symbolic link; links are not followed, so it was not graded",
+                            name=entry.name))
+    if kind == "other":
+        return Submission(student, str(entry), key,
+                          _("{name} is not a submission: only folders and .zip archives are graded",
+                            name=entry.name))
+    if kind == "zip":
+        return Submission(student, str(entry), key)
+    inner = entry / contract.ASSIGNMENT           # nbgrader: submitted/<student>/self_attention/
+    if inner.is_symlink():
+        return Submission(student, str(inner), key,
+                          _("{name} is a symbolic link; links are not followed, so it was not graded",
+                            name=f"{entry.name}/{contract.ASSIGNMENT}"))
+    return Submission(student, str(inner if inner.is_dir() else entry), key)
+
+
+def discover(root):
+    """The submissions under `root`, sorted by student (those that cannot be graded included,
+    with their `problem`); see survey() for the entries left out."""
+    return survey(root)[0]
+
+
+# ------------------------------------------------------------------ reading one submission
+def read_files(source):
+    """{relative posix path: bytes} of the step files in a folder or zip, within the limits."""
+    return (_read_zip(source) if source.lower().endswith(".zip") and os.path.isfile(source)
+            and not os.path.islink(source) else _read_folder(source))
+
+
+class Files(dict):
+    """{relative posix path: bytes} of a submission's step files, and what was refused, as data
+    (a plain dict with two attributes: it pickles to a local worker or a Dask one unchanged)."""
+
+    def __init__(self, files=(), refused=None, notes=()):
+        super().__init__(files)
+        self.refused = dict(refused or {})      # step stem -> why its file was not taken
+        self.notes = list(notes)                # what the search passed over
+
+
+def _read_folder(folder):
+    """The step files of a student's folder, read as data by submitted_files (links, FIFOs and
+    devices refused with a message, never followed or opened; caps on depth, entries and bytes)."""
+    try:
+        found = submitted_files.find(folder)
+    except submitted_files.Unreadable as exc:
+        raise BadSubmission(str(exc)) from None
+    return Files({f.relative: f.data for f in found.files.values()}, found.refused, found.notes)
+
+
+def _read_zip(path):
+    """Step files from a zip, without trusting its headers: names are checked (no absolute paths,
+    no '..', no links) and sizes are counted while decompressing (a zip bomb stops at the limit)."""
+    files, total = {}, 0
+    try:
+        with zipfile.ZipFile(path) as zf:
+            for n, info in enumerate(zf.infolist()):
+                if n >= MAX_ZIP_MEMBERS:
+                    raise BadSubmission(_("the zip holds too many entries"))
+                name = PurePosixPath(info.filename.replace("\\", "/"))
+                if (info.is_dir() or name.name not in STEP_FILE_NAMES or name.is_absolute()
+                        or ".." in name.parts or ".ipynb_checkpoints" in name.parts or "__MACOSX" in name.parts
+                        or stat.S_ISLNK(info.external_attr >> 16)):
+                    continue
+                data = bytearray()
+                with zf.open(info) as member:
+                    while chunk := member.read(1 << 16):
+                        data += chunk
+                        total += len(chunk)
+                        if len(data) > MAX_FILE_BYTES or total > MAX_SUBMISSION_BYTES:
+                            raise BadSubmission(_("{file} in the zip is larger than the limit", file=name.name))
+                files[name.as_posix()] = bytes(data)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
+        raise BadSubmission(_("the zip could not be read ({error})", error=f"{type(exc).__name__}: {exc}")) from None
+    return files
+
+
+# ------------------------------------------------------------------ fingerprints (resume)
+_grader_hash = None
+# what decides a score or what results.json holds: derived, not listed (grading_files)
+GRADING_ROOTS = ("grading/run.py", "commands/batch.py")      # the run of one submission, from a folder or from plain data
+GRADING_DATA = ("suites", "child", "locale", "checks/forbidden_apis.toml")
+
+
+def grading_files():
+    """The kit's files that decide a grade: every module of the package that grading.py or
+    batch.py (the worker's side) or a hidden suite imports, followed import by import through the
+    package, plus the suites, the child's code, the translations, the forbidden-API list and the
+    references. Derived from the code, so a new module is counted without anyone listing it."""
+    import ast
+    here = KIT_ROOT / "autograder"
+    todo = [here / m for m in GRADING_ROOTS] + sorted((here / "suites").glob("*.py"))
+    seen = set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        package = path.parent
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            names = []
+            if isinstance(node, ast.ImportFrom):
+                base = (node.module or "").split(".")
+                if node.level:                          # from . import x / from .x import y
+                    root = package
+                    for _level in range(node.level - 1):
+                        root = root.parent
+                    parts = [p for p in base if p]
+                elif base[0] == "autograder":           # from autograder.x import y
+                    root, parts = here, base[1:]
+                else:
+                    continue
+                names = [parts + [a.name] for a in node.names] + [parts]
+            elif isinstance(node, ast.Import):
+                root = here
+                names = [a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "autograder"]
+            for parts in names:
+                target = root.joinpath(*parts) if parts else root
+                todo += [target.with_suffix(".py"), target / "__init__.py"]
+    files = set(seen)
+    for name in GRADING_DATA:
+        target = here / name
+        files |= set(target.rglob("*")) if target.is_dir() else {target}
+    files |= set((KIT_ROOT / "solutions").rglob("*"))
+    return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ini", ".json", ".toml", ".po")
+                  and "__pycache__" not in p.parts)
+
+
+def grader_fingerprint(limits):
+    """Hash of everything that decides a grade besides the student's files (grading_files: the
+    hidden suites, the references, the grading code, the translations) and the limits."""
+    global _grader_hash
+    if _grader_hash is None:
+        h = hashlib.sha256(__version__.encode())
+        for path in grading_files():
+            h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
+        _grader_hash = h.hexdigest()
+    return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
+
+
+def fingerprint(files, limits, lang="en"):
+    # the language too: the results hold the messages, so a rerun in another language regrades
+    h = hashlib.sha256((grader_fingerprint(limits) + lang).encode())
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return h.hexdigest()
+
+
+def results_path(out_dir, key):
+    """OUT/<key>/results.json, `key` a submission's safe_name (one path component, always)."""
+    if not key or key in (".", "..") or "/" in key or "\0" in key:
+        raise ValueError(f"not a results folder name: {key!a}")
+    return Path(out_dir) / key / "results.json"
+
+
+def previous_result(out_dir, sub, fp):
+    """The stored results when they were made for this student from the same files by the same
+    grader, else None."""
+    try:
+        data = json.loads(results_path(out_dir, sub.key).read_text(encoding="utf-8"))
+        stored = data.get("extra_data", {}).get("batch", {})
+        return data if stored.get("fingerprint") == fp and stored.get("student") == sub.student else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+# ------------------------------------------------------------------ the task (runs in a worker)
+_worker_lock = threading.Lock()   # a Dask worker runs tasks in threads; pytest and the zygote want one at a time
+
+
+_grader = None                    # this worker's warm grader (grading.Grader): one pytest session
+
+
+def warm_up():
+    """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
+    imports, and the worker's pytest session, which collects the suites once for all its tasks."""
+    global _grader
+    if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
+        from autograder.sandbox import zygote
+        zygote.start()
+    if _grader is None or not _grader.alive:
+        from autograder.grading import run as grading
+        _grader = grading.Grader()
+
+
+def grade_files(student, files, limits, lang="en"):
+    """Grade one submission given as {relative path: bytes}, its messages in `lang`; returns
+    Gradescope results (a dict). Runs in a worker process: local pool or Dask (the language
+    travels with each task, as a worker on another machine knows nothing of the command line)."""
+    from autograder.reports import gradescope_json as report
+    with _worker_lock, i18n.language(lang):
+        warm_up()
+        scratch = tempfile.mkdtemp(prefix="attention-kit-batch-")
+        try:
+            folder = Path(scratch) / student
+            folder.mkdir()
+            for name, data in files.items():
+                target = folder.joinpath(*PurePosixPath(name).parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            found = submitted_files.find(folder)
+            for stem, why in getattr(files, "refused", {}).items():     # refused where the files were read
+                if stem not in found.files:
+                    found.refused[stem] = why
+            found.notes = sorted(set(found.notes) | set(getattr(files, "notes", [])))
+            return report.gradescope(_grader.grade(str(folder), limits, found=found))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def error_results(message):
+    """Results for a submission that could not be graded at all (it scores 0 and says why)."""
+    return {"score": 0, "output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+            "extra_data": {"max_score": sum(s.points for s in contract.STEPS), "grader": f"attention-kit {__version__}",
+                           "steps": {}, "error": message}}
+
+
+# ------------------------------------------------------------------ executors: local pool or Dask
+class LocalPool:
+    """Warm worker processes on this machine (spawned: they share no memory with this process)."""
+
+    def __init__(self, jobs):
+        import concurrent.futures
+        import multiprocessing
+        self._cf = concurrent.futures
+        self.pool = concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up)
+
+    def submit(self, fn, *args):
+        return self.pool.submit(fn, *args)
+
+    def as_completed(self, futures):
+        return self._cf.as_completed(futures)
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskPool:
+    """The same tasks on a Dask distributed cluster (`--scheduler tcp://host:8786`)."""
+
+    def __init__(self, address):
+        from distributed import Client
+        self.client = Client(address)
+
+    def submit(self, fn, *args):
+        return self.client.submit(fn, *args, pure=False)
+
+    def as_completed(self, futures):
+        from distributed import as_completed
+        return as_completed(futures)
+
+    def close(self):
+        self.client.close()
+
+
+# ------------------------------------------------------------------ the batch
+STEP_STEMS = [s.stem for s in contract.STEPS]
+
+
+def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
+    """Grade every submission under `root` into `out_dir`/<key>/results.json (key: safe_name of
+    the student's name), the messages in `lang` (default: the current language); returns
+    {student: (outcome, results)} where outcome is "graded", "skipped" or "error". Every entry
+    under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
+    the reason, in its results, the CSV's error column and the progress output), or it is a
+    hidden entry, listed with the reason in the progress output and its summary."""
+    from autograder.commands.progress import Progress
+    lang = lang or i18n.get_language()
+    subs, left_out = survey(root)
+    if progress is None:
+        progress = Progress(len(subs))
+    progress.total = len(subs)
+    for name, reason in left_out:
+        progress.left_out(name, reason)
+    outcomes, pending = {}, {}
+    todo = []
+    for sub in subs:
+        try:
+            if sub.problem:
+                raise BadSubmission(sub.problem)
+            files = read_files(sub.source)
+            _store_code(out_dir, sub, files)
+        except BadSubmission as exc:
+            outcomes[sub.student] = ("error", _store(out_dir, sub, None, error_results(str(exc))))
+            progress.update(sub.student, "error", reason=str(exc))
+            continue
+        fp = fingerprint(files, limits, lang)
+        old = previous_result(out_dir, sub, fp)
+        if old is not None:
+            outcomes[sub.student] = ("skipped", old)
+            progress.update(sub.student, "skipped")
+        else:
+            todo.append((sub, files, fp))
+    if todo:
+        pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1)
+        try:
+            for sub, files, fp in todo:
+                # the key, not the name, names the worker's scratch folder: always one safe component
+                pending[pool.submit(grade_files, sub.key, files, limits, lang)] = (sub, fp)
+            for future in pool.as_completed(list(pending)):
+                sub, fp = pending.pop(future)
+                reason = None
+                try:
+                    results, outcome = future.result(), "graded"
+                except Exception as exc:   # the grader failed on this one: record it, go on
+                    reason = _("grading failed: {error}", error=f"{type(exc).__name__}: {exc}")
+                    results, outcome, fp = error_results(reason), "error", None
+                outcomes[sub.student] = (outcome, _store(out_dir, sub, fp, results))
+                progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
+                                reason=reason)
+        finally:
+            pool.close()
+    if csv_path:
+        write_csv(csv_path, {s: r for s, (_, r) in sorted(outcomes.items())})
+    return outcomes
+
+
+def _store_code(out_dir, sub, files):
+    """OUT/<key>/code.json: the student's own code per step, for the class report's similarity
+    (similarity.store_code; the files as read here, never run). It never stops the batch."""
+    try:
+        from autograder.reports import similarity
+        similarity.store_code(results_path(out_dir, sub.key).parent, files)
+    except Exception as exc:      # noqa: BLE001 (a report's input, not a grade: say so and go on)
+        print(f"attention-kit: the code of {safe_text.for_terminal(sub.student, newlines=False)} was not "
+              f"stored for the class report ({type(exc).__name__})", file=sys.stderr)
+
+
+def _store(out_dir, sub, fp, results):
+    """Write one student's results atomically; a result without a fingerprint is regraded next time.
+    extra_data.batch holds the student's exact name (the CSV shows it), the entry it came from and
+    its results folder."""
+    results.setdefault("extra_data", {})["batch"] = {"student": sub.student, "source": sub.source,
+                                                     "results": sub.key, "fingerprint": fp}
+    atomic.write_json(results_path(out_dir, sub.key), results)
+    return results
+
+
+def write_csv(path, results_by_student):
+    """The gradebook: one row per student, a column per step, the total and the maximum. The
+    student's name and the error are written for a spreadsheet (safe_text.for_csv_cell): a cell
+    that would start a formula gets a leading quote, control characters are shown as escapes."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["student"] + STEP_STEMS + ["total", "max_score", "error"])
+    for student, results in results_by_student.items():
+        steps = results["extra_data"].get("steps", {})
+        w.writerow([safe_text.for_csv_cell(student)]
+                   + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
+                   + [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}",
+                      safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
+    atomic.write_text(path, buf.getvalue())

@@ -1,0 +1,492 @@
+"""Grade one submission: find its step files, run the hidden suites against them, collect results.
+
+The hidden suites are ordinary pytest files (suites/step<stem>.py, e.g. suites/step04_softmax.py). They run here, in the
+trusted parent, through `pytest.main`; each step's student code runs in its own child process
+(sandbox.StepSession), reached through the `student` fixture. This module turns pytest's
+outcomes into scored checks.
+"""
+import contextlib
+import io
+import os
+import queue
+import re
+import sys
+import tempfile
+import threading
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from autograder import contract, submitted_files
+from autograder.checks.expect import NOTES, CheckFailed
+from autograder.checks.student import STEP_SESSIONS
+from autograder.i18n import _, translate
+from autograder.sandbox import isolation
+from autograder.sandbox.session import Budget, Limits, StepSession, StudentProblem
+
+SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+
+
+@dataclass
+class CheckResult:
+    step: str            # file stem, e.g. "04_softmax"
+    number: str          # e.g. "4.2"
+    name: str
+    kind: str            # shape | numbers | property | stability | ...
+    max_score: float
+    score: float
+    status: str          # passed | failed
+    output: str
+    misconceptions: list = field(default_factory=list)
+    extra_tags: list = field(default_factory=list)
+
+    @property
+    def tags(self):
+        return ([f"step:{self.step}", f"kind:{self.kind}"] + self.extra_tags
+                + [f"misconception:{m}" for m in self.misconceptions])
+
+
+@dataclass
+class StepResult:
+    step: contract.Step
+    file: str = None            # the file graded, or None when missing
+    checks: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)   # (number, name, reason)
+    printed: str = ""           # bounded excerpt of what the student's code printed
+    cell_errors: list = field(default_factory=list)
+
+    @property
+    def score(self):
+        return sum(c.score for c in self.checks)
+
+    @property
+    def max_score(self):
+        return sum(c.max_score for c in self.checks)
+
+
+@dataclass
+class Report:
+    submission: str
+    steps: list
+    isolation: dict
+    internal_errors: int = 0
+    notes: list = field(default_factory=list)     # what the file search passed over (too deep, too many)
+
+    @property
+    def score(self):
+        return sum(s.score for s in self.steps)
+
+    @property
+    def max_score(self):
+        return sum(s.max_score for s in self.steps)
+
+
+# ------------------------------------------------------------------ finding the files
+def find_step_files(submission):
+    """Map step stem -> submitted_files.StepFile (its bytes, read as data) for a folder (searched
+    breadth first, never through a link) or a single step file. See submitted_files.find."""
+    return submitted_files.find(submission).files
+
+
+# ------------------------------------------------------------------ one submission
+class Job:
+    """One submission being graded: its step sessions and the outcomes of its checks.
+
+    `start()` chooses the isolation level (a probe, once per process) and starts each step's
+    child, its file loading, in a thread: that runs while pytest collects the suites (which
+    imports torch, as the zygote does on the other core), or while an earlier job's checks run.
+    """
+
+    def __init__(self, submission, limits=None, steps=None, found=None):
+        """submission: a folder or one step file (the instructor's path); or `found`, the files
+        already read as data (a batch worker's), with `submission` naming where they came from."""
+        self.submission, self.limits = str(submission), limits or Limits()
+        self.unreadable = None
+        if found is None:
+            try:
+                found = submitted_files.find(submission)
+            except submitted_files.Unreadable as exc:    # the whole submission: every step says why
+                found, self.unreadable = submitted_files.Found(), str(exc)
+        self.found, self.files = found, found.files
+        single = found is not None and os.path.isfile(self.submission) and not os.path.islink(self.submission)
+        if single:
+            steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files or s.stem in found.refused]
+        self.wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
+        # the folder itself stays covered in every child's view, wherever it lies
+        self.hide = (str(Path(self.submission).resolve()) if os.path.isdir(self.submission)
+                     else str(Path(self.submission).resolve().parent),)
+        self.sessions = {}       # stem -> StepSession
+        self.closers = {}        # stem -> the thread closing its session
+        self.results = {}        # stem -> [CheckResult]
+        self.skipped = {}        # stem -> [(number, name, reason)]
+        self.internal_errors = 0
+        self.mode, self.error, self.report = None, None, None
+        self.ready = {s.stem: threading.Event() for s in self.wanted}   # that step's session exists
+        self.done = threading.Event()
+        self._starter = threading.Thread(target=self._start_children, daemon=True)
+
+    @property
+    def stems(self):
+        return {s.stem for s in self.wanted}
+
+    def start(self):
+        self.budget = Budget(self.limits.submission_seconds)
+        self._starter.start()
+        return self
+
+    def _start_children(self):
+        try:
+            self.mode = isolation.choose_mode(self.limits.isolation)
+            if self.mode != "process":
+                isolation.protect_grader()
+            for s in self.wanted:
+                refused = self.unreadable or self.found.refused.get(s.stem)
+                session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
+                                      refused=refused, hide=self.hide)
+                self.sessions[s.stem] = session
+                session.start()
+                self.ready[s.stem].set()
+        except BaseException as exc:  # re-raised by result()
+            self.error = exc
+        finally:
+            for event in self.ready.values():
+                event.set()
+
+    def wait_started(self, stem=None):
+        """Wait until the session of step `stem` (default: every step) has been started."""
+        if stem is None:
+            self._starter.join()
+        else:
+            self.ready[stem].wait()
+        if self.error is not None:
+            raise self.error
+
+    def close_step(self, stem):
+        """The step's last check is done: its child dies while the next step is graded."""
+        if stem in self.sessions and stem not in self.closers:
+            self.closers[stem] = closer = threading.Thread(target=self.sessions[stem].close, daemon=True)
+            closer.start()
+
+    def finish(self, error=None):
+        """Close every step's session (side by side, waiting for all), then build the report."""
+        self._starter.join()
+        for stem in self.sessions:
+            self.close_step(stem)
+        for closer in self.closers.values():
+            closer.join()
+        self.error = self.error or error
+        if self.error is None:
+            self.report = self._report()
+        self.done.set()
+
+    def _report(self):
+        step_results = []
+        for s in self.wanted:
+            session = self.sessions[s.stem]
+            checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
+            _tell_cell_errors(checks, session.cell_errors if session.source else [])
+            step_results.append(StepResult(
+                s, session.display if session.source else None, checks, self.skipped.get(s.stem, []),
+                session.printed(), session.cell_errors))
+        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors,
+                      list(self.found.notes))
+
+    def result(self):
+        """The Report, once finished; raises what stopped the grader (never the student's code)."""
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.report
+
+
+# ------------------------------------------------------------------ pytest plugin
+def one_math_thread():
+    """The grader's own arithmetic (the references, on small seeded inputs) in one thread.
+
+    With more, torch's OpenMP workers spin between its tiny operations, waiting for work: that
+    cost the grader about as much CPU as all its checks, CPU its students' children needed.
+    (OpenBLAS, read when numpy loads, gets one thread from the `autograder` command itself.)
+    """
+    torch = sys.modules.get("torch")     # the suites imported it, unless only numpy steps run
+    if torch is not None and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+
+
+class GradingPlugin:
+    """Runs the collected checks once per job (one pytest session can grade many submissions),
+    hands each job's step sessions to the suites, and records each check's outcome."""
+
+    def __init__(self, jobs):
+        self.jobs = jobs         # an iterable of started Jobs (it may block waiting for the next)
+        self.job = None          # the one being graded
+        self.collect_errors = []  # the suites' own errors (pytest's terminal report is off)
+
+    def pytest_configure(self, config):
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session):
+        # its dots and summaries went to a log nobody reads, at a cost at every check
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            session.config.pluginmanager.unregister(reporter)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.collect_errors.append(f"{report.nodeid}: {report.longreprtext}")
+
+    def pytest_collection_modifyitems(self, items):
+        for item in items:
+            # _record reads the exception itself: pytest's own failure report (a traceback
+            # filtered and formatted for every failed check, --tb=no or not) only costs time
+            item.repr_failure = _plain_failure
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        if session.testsfailed:
+            raise session.Interrupted(f"{session.testsfailed} error(s) while collecting the hidden suites")
+        one_math_thread()
+        for job in self.jobs:
+            self.job = job
+            try:
+                self.config.stash[STEP_SESSIONS] = job.sessions
+                items = [i for i in session.items if i.module.STEP in job.stems]
+                for i, item in enumerate(items):
+                    # the starter starts the steps in order: step 1 can be graded while the
+                    # zygote still prepares the torch steps' children
+                    job.wait_started(item.module.STEP)
+                    if NOTES in item.stash:       # left from the previous submission
+                        del item.stash[NOTES]
+                    nextitem = items[i + 1] if i + 1 < len(items) else None
+                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                    if nextitem is None or nextitem.module.STEP != item.module.STEP:
+                        job.close_step(item.module.STEP)
+            except BaseException as exc:
+                job.finish(exc)
+                if not isinstance(exc, Exception):
+                    raise
+            else:
+                job.finish()
+        return True
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        marker = item.get_closest_marker("check")
+        if marker is None:
+            return
+        if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
+            self._record(item, call, report, marker.kwargs)
+
+    def _record(self, item, call, report, spec):
+        stem = item.module.STEP
+        # the check's title, in the language of this grading (tests/test_i18n.py holds every title to a translation)
+        name = translate(spec.get("name") or _first_line(item.function.__doc__) or item.name)
+        points = float(spec["points"])
+        misc, extra = [], []
+        if report.skipped:
+            reason = call.excinfo.value.msg if call.excinfo else _("skipped")
+            self.job.skipped.setdefault(stem, []).append((spec["number"], name, reason))
+            return
+        if report.passed:
+            notes = item.stash.get(NOTES, [])
+            status, score, output = "passed", points, "\n".join([_("Passed.")] + notes)
+        else:
+            status, score = "failed", 0.0
+            exc = call.excinfo.value if call.excinfo else None
+            if isinstance(exc, CheckFailed):
+                output, misc = exc.message, exc.misconceptions
+            elif isinstance(exc, StudentProblem):
+                try:
+                    output = exc.student_message()
+                except Exception:      # a message built from what a tampered child sent
+                    output = _("Your code's result could not be read back: {problem}.", problem=type(exc).__name__)
+                if getattr(exc, "is_stub", False):
+                    extra = ["not-implemented"]
+            else:
+                # a bug in the grader, not in the student's code: tell the instructor in full,
+                # the student only that it happened
+                self.job.internal_errors += 1
+                print(f"attention-kit: internal error in check {spec['number']} ({item.nodeid}):\n"
+                      + "".join(traceback.format_exception(exc)) if exc else str(report.longrepr),
+                      file=sys.__stderr__)
+                output = _("The grader could not finish this check because of an internal error "
+                           "(not your code's fault). Please tell your instructor.")
+        self.job.results.setdefault(stem, []).append(CheckResult(
+            stem, spec["number"], name, spec["kind"], points, score, status, output, misc, extra))
+
+
+def _tell_cell_errors(checks, errors):
+    """Errors raised while the file ran (a leftover notebook cell, a line after the definitions) cost
+    nothing when everything the step needs got defined, but the student is told: a note on the first
+    passed check (or after the first failed one's message, when none passed). Scores are unchanged."""
+    if not errors or not checks:
+        return
+    first = errors[0]
+    text = _("Note: running your file raised {n} error(s), ignored because everything this step needs was "
+             "defined. The first: {error}: {message}{where}. Remove or fix leftover cells: the notebook's "
+             "own tests would stop there.", n=len(errors), error=first["type"], message=first["message"][:300],
+             where=_where(first))
+    target = next((c for c in checks if c.status == "passed"), checks[0])
+    if first["message"][:300] not in target.output:      # a NotDefined message shows it already
+        target.output += "\n" + text
+
+
+def _where(error):
+    """The file or notebook cell an error record's traceback last names in the student's code."""
+    lines = [ln.strip() for ln in error.get("traceback", "").splitlines() if ln.strip().startswith('File "')]
+    return _(" (at {place})", place=lines[-1][len('File '):]) if lines else ""
+
+
+def _plain_failure(excinfo):
+    return f"{excinfo.typename}: {excinfo.value}"
+
+
+def _first_line(doc):
+    return doc.strip().splitlines()[0].strip() if doc and doc.strip() else None
+
+
+def _number_key(number):
+    return tuple(int(p) if p.isdigit() else p for p in re.split(r"[.]", number))
+
+
+# ------------------------------------------------------------------ grading
+def grade(submission, limits=None, steps=None, found=None):
+    """Grade a folder or single step file (or the files `found` already read from it). Returns a
+    Report; never raises for student code."""
+    job = Job(submission, limits, steps, found).start()
+    run_session([job], job.wanted)
+    return job.result()
+
+
+SESSIONS_RUN = 0    # pytest sessions started by this process (a warm grader starts one)
+
+
+def run_session(jobs, wanted=contract.STEPS):
+    """One pytest session over the suites of `wanted`, grading each job in turn."""
+    global SESSIONS_RUN
+    SESSIONS_RUN += 1
+    plugin = GradingPlugin(jobs)
+    log = BoundedLog()
+    try:
+        with contextlib.redirect_stdout(log), _no_plugin_autoload():
+            code = pytest.main(pytest_args(wanted), plugins=[plugin])
+    finally:
+        why = "\n".join(plugin.collect_errors + [log.getvalue()]).strip()
+        for job in [plugin.job] + (jobs if isinstance(jobs, list) else []):
+            if job is not None and not job.done.is_set():
+                job.finish(RuntimeError(f"the hidden suites did not run:\n{why}"))
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        # collection errors or the like: the grader itself is broken
+        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{why}")
+
+
+class Grader:
+    """A warm grader for a batch worker: one pytest session, kept running in a thread, grades
+    submission after submission, so the suites are collected once per worker, not per student."""
+
+    def __init__(self):
+        self.queue = queue.Queue()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+        self.error = None
+
+    def _serve(self):
+        try:
+            run_session(iter(self.queue.get, None))
+        except BaseException as exc:
+            self.error = exc
+        while True:             # the session ended early: fail what is still queued
+            try:
+                job = self.queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.finish(RuntimeError(f"the grader stopped: {self.error!r}"))
+
+    @property
+    def alive(self):
+        return self.thread.is_alive()
+
+    def grade(self, submission, limits=None, steps=None, found=None):
+        if not self.alive:
+            raise RuntimeError(f"the grader stopped: {self.error!r}")
+        job = Job(submission, limits, steps, found).start()
+        self.queue.put(job)
+        return job.result()
+
+    def close(self):
+        self.queue.put(None)
+        self.thread.join()
+
+
+class BoundedLog(io.StringIO):
+    """pytest's terminal output (never shown unless the suites fail to run), last 20 kB only."""
+
+    def write(self, text):
+        if self.tell() > 40_000:
+            keep = self.getvalue()[-20_000:]
+            self.seek(0)
+            self.truncate()
+            super().write(keep)
+        return super().write(text)
+
+
+def pytest_args(wanted):
+    """pytest's command line for the suites of the `wanted` steps."""
+    return [str(SUITES_DIR / f"step{s.stem}.py") for s in wanted] + [
+        "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
+        "--import-mode=importlib", "-q", "-s", "--no-header", "-p", "no:randomly",
+        # the plugin reads each outcome itself: pytest's own failure report (a traceback formatted
+        # for every failed check) only costs time
+        "--tb=no",
+        # the suites fail by raising CheckFailed, never by a bare assert: no rewriting needed
+        "--assert=plain",
+        # its gc.collect() x5 at every session's end is a fifth of a warm grade; student code never runs here
+        "-p", "no:unraisableexception",
+        # plugins a grading run has no use for; each costs time at every check
+        *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")]]
+
+
+@contextlib.contextmanager
+def _no_plugin_autoload():
+    """Installed pytest plugins (anyio's, ...) are not the suites' business, and loading them
+    through their entry points cost 0.4 s per grade."""
+    old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
+
+
+UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", "pastebin", "stepwise",
+                  "setuponly", "setupplan", "legacypath", "python_path", "threadexception", "debugging",
+                  "unittest", "tmpdir", "monkeypatch", "recwarn")
+
+
+def isolation_info(limits, mode):
+    """What isolation applied, for the instructor's audit (results.json extra_data)."""
+    info = isolation.make_plan(mode, tempfile.gettempdir(), limits, limits.hide, uid=isolation.BASE_UID,
+                               make_cgroup=False).info()
+    info.pop("visible_paths")  # the grader's own paths are none of the student's business
+    if mode == "uid":
+        info["uid"] = "a uid of its own per child process, not the grader's (from %d up)" % isolation.BASE_UID
+    if mode != "process" and isolation.gpu_present():
+        info["pid_namespace"] = "off for the torch steps on this GPU machine (CUDA does not start inside one)"
+    info.update({"process": "one child process per step, own session, PID namespace and scratch folder"
+                 if mode != "process" else "one child process per step, own session and scratch folder",
+                 "call_seconds": limits.call_seconds, "submission_seconds": limits.submission_seconds,
+                 "output_bytes": limits.output_bytes,
+                 "data_crossing": "JSON; arrays as dtype + shape + bytes; nothing unpickled"})
+    from autograder.sandbox import zygote
+    info["start"] = ("forked from a zygote that imported numpy (and, for the torch steps, torch) once, "
+                     "then isolated as above"
+                     if zygote.current() is not None else "a fresh python -I runner.py per child")
+    return info

@@ -1,0 +1,322 @@
+"""`grade --html DIR`: one self-contained feedback page per submission.
+
+The page shows each step's score, every check with its message and the mistake it named, and,
+for steps 04 to 07, the expected attention weights of one example beside the student's and
+their difference, as inline SVG heatmaps (no JavaScript, no external file, no plotting library).
+
+The student's weights come from one extra call into their code, made exactly as the hidden
+suites make theirs: through a `StepSession` (the isolated child process) and the `Student`
+adapter. Nothing of the student's is imported or run here. The expected weights come from
+`solutions/` on the same seeded inputs.
+
+Every string that may hold something the student controls (messages quote their output and
+exception texts; file names) goes through `html.escape`.
+"""
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+
+from autograder import contract, i18n, safe_text
+from autograder.sandbox import isolation
+from autograder.reference import misconceptions
+from autograder.checks.expect import Returned, Seq
+from autograder.checks.student import Student
+from autograder.i18n import _, translate
+from autograder.checks.inputs import randn, rounded
+from autograder.reports.gradescope_json import MAX_PRINTED
+from autograder.safe_text import clip
+from autograder.sandbox.session import Budget, Limits, NotDefined, StepSession, StudentProblem
+
+HEATMAP_STEPS = ("04_softmax", "05_weighted_sum", "06_multi_head", "07_full_module")
+T, D_MODEL, D_K, D_V, HEADS = 5, 12, 6, 4, 3       # the example: T queries and keys, 3 heads
+CELL = 26                                          # pixels per heatmap cell
+MIN_DIFF = 0.05                                    # the difference map's colour scale never goes below this
+
+
+# ------------------------------------------------------------------ one example per step
+def _example(stem):
+    """(what, request to the student, expected 2-D weights) for the step's example.
+
+    `request(student)` returns the student's weights for the same example (any shape: checked later).
+    """
+    key = ("html", stem)
+    if stem == "04_softmax":
+        from solutions import step04_softmax as ref
+        x = randn(key, (T, T + 2), scale=2.0)
+        return (_("softmax(x) for x of shape (5, 7)"),
+                lambda s: s.call("softmax", x), ref.softmax(x))
+    if stem == "05_weighted_sum":
+        from solutions import step05_weighted_sum as ref
+        X = randn(key + ("X",), (T, D_MODEL))
+        Ws = [randn(key + (n,), (D_MODEL, d), D_MODEL ** -0.5) for n, d in (("Q", D_K), ("K", D_K), ("V", D_V))]
+        return (_("the weights from self_attention(X, W_Q, W_K, W_V), X of shape (5, 12)"),
+                lambda s: _second(s.call("self_attention", X, *Ws)), ref.self_attention(X, *Ws)[1])
+    import torch
+    if stem == "06_multi_head":
+        from solutions import step06_multi_head as ref
+        x = randn(key + ("x",), (1, T, D_MODEL))
+        Ws = [randn(key + (n,), (D_MODEL, D_MODEL), D_MODEL ** -0.5) for n in ("Q", "K", "V", "O")]
+        with torch.no_grad():
+            w = ref.multi_head_attention(torch.from_numpy(x), *map(torch.from_numpy, Ws), HEADS)[1]
+        return (_("head 0 of the weights from multi_head_attention(x, W_Q, W_K, W_V, W_O, 3), x of shape (1, 5, 12)"),
+                lambda s: _head0(_second(s.call("multi_head_attention", x, *Ws, HEADS))), w.numpy()[0, 0])
+    return _module_example(key, "MultiHeadSelfAttention", {"d_model": D_MODEL, "num_heads": HEADS})
+
+
+def _module_example(key, cls, init):
+    """Step 7's example for one of the two modules (the weights of head 0)."""
+    import torch
+    from solutions import step07_full_module as ref
+    module = getattr(ref, cls)(**init).double()
+    # parameters exactly representable in float32: the student's module holds them exactly
+    params = {name: rounded(randn(key + (name,), tuple(p.shape), D_MODEL ** -0.5), "float32")[1]
+              for name, p in module.named_parameters()}
+    x = randn(key + ("x",), (1, T, D_MODEL))
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            p.copy_(torch.from_numpy(params[name]))
+        w = module(torch.from_numpy(x))[1].numpy()
+    args = ", ".join(str(v) for v in init.values())
+    call = f"{cls}({args}).forward(x)"
+    what = (_("head 0 of attn_weights from {call}, x of shape (1, 5, 12)", call=call) if w.ndim == 4
+            else _("attn_weights from {call}, x of shape (1, 5, 12)", call=call))
+    return (what,
+            lambda s: _head0(_second(s.module(cls, init, params, x)[0])), w[0, 0] if w.ndim == 4 else w[0])
+
+
+def _second(value):
+    if isinstance(value, Seq) and len(value.items) == 2:
+        return value.items[1]
+    raise ValueError(_("it did not return a pair (out, weights)"))
+
+
+def _head0(value):
+    """The first example's (and first head's) weights: (1, h, T, T) or (1, T, T) -> (T, T)."""
+    if isinstance(value, Returned) and value.array.ndim in (3, 4):
+        first = value.array[0, 0] if value.array.ndim == 4 else value.array[0]
+        return Returned(first, value.kind, value.type, value.dtype)
+    return value
+
+
+def attention_examples(report, submission, limits=None):
+    """{stem: (what, expected, got or None, problem or None)} for steps 04-07 that were graded.
+
+    One fresh child per step, under the same limits and isolation as grading.
+    """
+    from autograder.grading.run import find_step_files
+    limits = limits or Limits()
+    mode = isolation.choose_mode(limits.isolation)
+    if mode != "process":
+        isolation.protect_grader()      # as grading.grade does: also when called on its own
+    files = find_step_files(submission)
+    graded = {s.step.stem for s in report.steps}
+    out = {}
+    for stem in HEATMAP_STEPS:
+        if stem not in graded:
+            continue
+        what, request, expected = _example(stem)
+        if stem not in files:
+            continue                # the page says the file is missing, nothing to draw
+        session = StepSession(contract.STEP_BY_STEM[stem], files[stem], limits,
+                              Budget(4 * limits.call_seconds), mode, hide=(str(submission),))
+        try:
+            try:
+                got = request(Student(session))
+            except NotDefined:
+                if stem != "07_full_module":
+                    raise
+                # a submission with the single-head module only still gets its picture
+                what, request, expected = _module_example(("html", stem), "SingleHeadSelfAttention",
+                                                          {"d_model": D_MODEL})
+                got = request(Student(session))
+            if not isinstance(got, Returned) or got.shape != expected.shape:
+                shape = got.shape if isinstance(got, Returned) else type(got).__name__
+                raise ValueError(_("its weights have shape {shape}, expected {expected}",
+                                   shape=shape, expected=expected.shape))
+            out[stem] = (what, expected, got.array.astype(np.float64), None)
+        except StudentProblem as problem:
+            out[stem] = (what, expected, None, problem.student_message())
+        except (ValueError, TypeError) as problem:
+            out[stem] = (what, expected, None, str(problem))
+        finally:
+            session.close()
+    return out
+
+
+# ------------------------------------------------------------------ SVG heatmaps
+def _colour(v, scale, diverging):
+    """White -> dark blue for weights in [0, scale]; blue <- white -> red for differences in [-scale, scale]."""
+    if not math.isfinite(v):
+        return "#999999"
+    v = v / scale
+    if diverging:
+        t = max(-1.0, min(1.0, v))
+        r, g, b = (255, int(255 * (1 - t)), int(255 * (1 - t))) if t >= 0 else \
+                  (int(255 * (1 + t)), int(255 * (1 + t)), 255)
+    else:
+        t = max(0.0, min(1.0, v))
+        r, g, b = (int(255 - 230 * t), int(255 - 180 * t), int(255 - 80 * t))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def heatmap_svg(matrix, title, scale=1.0, diverging=False):
+    """An inline SVG heatmap: rows are queries, columns keys; each cell's value in its tooltip.
+
+    `scale` is the value drawn in full colour (weights of 5 keys are near 0.2: a [0, 1] scale
+    would leave them all pale)."""
+    m = np.asarray(matrix, dtype=np.float64)
+    rows, cols = m.shape
+    left, top = 24, 34
+    width, height = left + cols * CELL + 4, top + rows * CELL + 4
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width}" height="{height}" '
+             f'role="img" aria-label="{html.escape(title)}">',
+             f'<text x="{left}" y="14" class="t">{html.escape(title)}</text>',
+             f'<text x="{left}" y="29" class="a">{html.escape(_("keys"))} &#8594;</text>',
+             f'<text x="12" y="{top + rows * CELL // 2}" class="a" '
+             f'transform="rotate(-90 12 {top + rows * CELL // 2})" text-anchor="middle">{html.escape(_("queries"))}</text>']
+    for i in range(rows):
+        for j in range(cols):
+            v = m[i, j]
+            label = "NaN" if math.isnan(v) else f"{v:.4g}"
+            parts.append(f'<rect x="{left + j * CELL}" y="{top + i * CELL}" width="{CELL - 1}" '
+                         f'height="{CELL - 1}" fill="{_colour(v, scale, diverging)}"><title>[{i}, {j}] = {label}'
+                         '</title></rect>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------ the page
+STYLE = """
+body { font: 15px/1.45 system-ui, "PingFang SC", "Microsoft YaHei", "Noto Sans CJK SC", sans-serif; margin: 2em auto; max-width: 980px; color: #222; padding: 0 1em; }
+h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; width: 100%; } td, th { padding: 4px 8px; min-width: 3em; border-bottom: 1px solid #eee;
+  vertical-align: top; text-align: left; } th { background: #f4f4f4; }
+.score { font-weight: bold; white-space: nowrap; } .passed { color: #17672d; } .failed { color: #a31515; }
+pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: 13px; }
+.mistake { background: #fff6d6; border-left: 4px solid #e0a800; padding: 6px 10px; margin-top: 6px; }
+.maps { display: flex; flex-wrap: wrap; gap: 18px; align-items: flex-start; margin: 10px 0; }
+.heatmap .t { font-size: 13px; font-weight: bold; } .heatmap .a { font-size: 11px; fill: #555; }
+.note { color: #555; font-size: 13px; } .printed { background: #f6f6f6; padding: 6px; }
+"""
+
+
+def _e(text):
+    return html.escape(str(text))
+
+
+def _check_rows(step):
+    rows, seen = [], {}
+    for c in step.checks:
+        # one broken file fails many checks alike: say it once (as the terminal table does)
+        output = (_("(same message as {check})", check=seen[c.output]) if c.output in seen and c.status != "passed"
+                  else c.output)
+        seen.setdefault(c.output, c.number)
+        # the diagnosis is shown in its own box below the message, not twice
+        framework = getattr(step.step, "framework", None)     # the step's library: its hints speak it
+        output = (output.replace("\n" + misconceptions.describe(c.misconceptions, framework), "")
+                  if c.misconceptions else output)
+        mistakes = "".join(_mistake_box(m, framework) for m in c.misconceptions if m in misconceptions.CATALOGUE)
+        rows.append(f'<tr class="{_e(c.status)}"><td>{_e(c.number)}</td><td>{_e(c.name)}<br>'
+                    f'<span class="note">{_e(c.kind)}</span></td>'
+                    f'<td class="score {_e(c.status)}">{c.score:g}/{c.max_score:g}</td>'
+                    f'<td><pre>{_e(output)}</pre>{mistakes}</td></tr>')
+    for number, name, reason in step.skipped:
+        rows.append(f'<tr><td>{_e(number)}</td><td>{_e(name)}</td><td class="score">{_e(_("skipped"))}</td>'
+                    f'<td><pre>{_e(reason)}</pre></td></tr>')
+    return "".join(rows)
+
+
+def _mistake_box(mid, framework=None):
+    """The named mistake: its id, then diagnosis, explanation and hint in the current language (the
+    hint in the names of the step's library)."""
+    m = misconceptions.CATALOGUE[mid]
+    return (f'<div class="mistake"><b>{_e(mid)}</b>: {_e(translate(m.diagnosis))} {_e(translate(m.why))} '
+            f'<i>{_e(_("Hint: {hint}", hint=translate(m.hint_for(framework))))}</i></div>')
+
+
+def _maps(example):
+    what, expected, got, problem = example
+    both = [a for a in (expected, got) if a is not None]
+    top = min(1.0, max(float(np.max(a[np.isfinite(a)], initial=0.0)) for a in both)) or 1.0
+    maps = [heatmap_svg(expected, _("expected"), top)]
+    caption = _("Darkest blue: {top} or more.", top=f"{top:.2g}")
+    if got is not None:
+        diff = got - expected
+        worst = float(np.max(np.abs(diff[np.isfinite(diff)]), initial=0.0))
+        # a floor, so that rounding noise (1e-16) stays white instead of filling the scale
+        maps += [heatmap_svg(got, _("yours"), top),
+                 heatmap_svg(diff, _("yours - expected"), max(MIN_DIFF, worst), diverging=True)]
+        caption += _(" In the difference, red is more weight than expected, blue less; full colour at "
+                     "+-{scale}. Largest difference: {worst}", scale=f"{max(MIN_DIFF, worst):.2g}", worst=f"{worst:.3g}")
+        caption += _(" (grey cells: NaN or infinite).") if not np.isfinite(got).all() else _(".")
+    else:
+        caption += _(" Your weights could not be drawn:")
+    return (f'<p class="note">{_e(_("Attention weights for one example: {what}.", what=what))} {_e(caption)}</p>'
+            + (f'<pre class="printed">{_e(problem)}</pre>' if got is None else "") +
+            f'<div class="maps">{"".join(maps)}</div>')
+
+
+def render(report, examples, name):
+    """The page, as a string."""
+    summary = "".join(
+        f'<tr><td>{s.step.number}</td><td>{_e(s.step.shown_title)}</td><td>{_e(s.file or _("(missing)"))}</td>'
+        f'<td class="score">{s.score:g}/{s.max_score:g}</td></tr>' for s in report.steps)
+    sections = []
+    for s in report.steps:
+        heading = _e(_("Step {step}: {title}", step=s.step.number, title=s.step.shown_title))
+        if s.file is None:          # a missing step: its one message, not a table of copies
+            message = s.checks[0].output if s.checks else _("missing")
+            sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
+                            f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>'
+                            f'<pre class="failed">{_e(message)}</pre></section>')
+            continue
+        body = _maps(examples[s.step.stem]) if s.step.stem in examples else ""
+        if s.printed.strip():
+            body += (f'<p class="note">{_e(_("What your code printed:"))}</p>'
+                     f'<pre class="printed">{_e(clip(s.printed, MAX_PRINTED))}</pre>')
+        sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
+                        f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>{body}'
+                        f'<table>{_header_row(_("check"), _("what"), _("points"), _("message"))}'
+                        f'{_check_rows(s)}</table></section>')
+    title = _e(_("attention-kit feedback: {name}", name=name))
+    total = _e(_("Total {score}/{max_score}", score=f"{report.score:g}", max_score=f"{report.max_score:g}"))
+    return (f'<!DOCTYPE html><html lang="{HTML_LANG[i18n.get_language()]}"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{title}</title><style>{STYLE}</style></head><body>'
+            f'<h1>{title}</h1>'
+            f'<p class="score" id="total">{total}</p>'
+            f'<table>{_header_row(_("step"), _("title"), _("file"), _("score"))}{summary}</table>'
+            f'{"".join(sections)}</body></html>\n')
+
+
+HTML_LANG = {"en": "en", "zh": "zh-CN"}      # the page's lang attribute: fonts and screen readers follow it
+
+
+def _header_row(*labels):
+    return "<tr>" + "".join(f"<th>{_e(label)}</th>" for label in labels) + "</tr>"
+
+
+def page_name(submission):
+    """The page's file name: the submission's folder (or file stem), named as grade-all names
+    its results folder (safe_text.file_name): a plain name as it is, any other (Chinese,
+    punctuation, a formula) a readable part and a hash of the exact name, so two submissions'
+    names never give one page."""
+    return safe_text.file_name(_shown_name(submission) or "submission") + ".html"
+
+
+def _shown_name(submission):
+    """The submission's folder name, or its file's stem (the page's title shows it, escaped)."""
+    path = Path(submission).resolve()
+    return path.stem if path.is_file() else path.name
+
+
+def write_html(report, submission, out_dir, limits=None):
+    """Write DIR/<submission name>.html and return its path."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / page_name(submission)
+    page = render(report, attention_examples(report, submission, limits), _shown_name(submission))
+    path.write_text(page, encoding="utf-8", errors="backslashreplace")   # a lone surrogate: escaped, not a failure
+    return path

@@ -1,0 +1,725 @@
+"""How a student child process is walled off from the grader, the kit and other submissions.
+
+Three levels, the strongest the platform allows (`choose_mode`):
+
+- "uid" (the grader runs as root: CI containers, Gradescope, Docker): the child gets new mount,
+  network, IPC and PID namespaces and a root file system of its own that holds only what running
+  Python needs (/usr, /etc, /dev, /sys, the Python prefix, the venv and the other site folders,
+  read-only, with every installed copy of the kit covered), a /proc of its own PID namespace, and
+  a size-capped tmpfs as its scratch folder, /tmp and /dev/shm: no kit, no other submission, no
+  home folder, wherever they are on the machine. It runs under a uid never used before by this
+  machine's graders (`next_uid`), so it can neither read the grader's files nor signal the
+  grader, and every process it starts can be found and killed by that uid. Its memory, shared
+  mappings and tmpfs pages included, is capped by a memory cgroup where the machine has one.
+- "userns" (not root, user namespaces allowed): the same view inside a user namespace; same
+  uid as the grader, so the grader makes itself non-dumpable (its memory and /proc entries
+  become unreadable to the child) and the PID namespace hides it.
+- "process" (neither): a separate process in its own session with resource limits only.
+
+All levels get: RLIMIT_DATA (memory), RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE, no core files; where
+no memory cgroup can be made, RLIMIT_AS bounds each process's address space instead.
+This module only prepares and applies; sandbox.Child starts the process.
+"""
+import ctypes
+import fcntl
+import functools
+import os
+import resource
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KIT_ROOT = Path(__file__).resolve().parents[2]
+BASE_UID = 200_000          # child uids count up from here (see next_uid); no passwd entry needed
+MAX_UID = 2**31 - 2
+UID_COUNTER = "/run/attention-kit-uids"      # shared by every grader on the machine (root only)
+LIBRARY_ADDRESS_SPACE = 1 << 30              # RLIMIT_AS fallback: room for mapped libraries (torch maps ~0.7 GB)
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWIPC = 0x08000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 32, 4096, 16384, 1 << 18
+PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 4, 38
+MNT_DETACH = 2
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+
+
+def _check(result, what):
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(source, target, fstype, flags, data=None):
+    enc = (lambda s: None if s is None else str(s).encode())
+    _check(_libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)), f"mount {target}")
+
+
+@dataclass
+class Plan:
+    """What one child gets. Built in the parent; `apply` runs in the child before exec."""
+    mode: str                              # "uid", "userns" or "process"
+    scratch: str                           # the child's own folder (its cwd and HOME)
+    memory_bytes: int
+    cpu_seconds: int
+    max_processes: int
+    file_bytes: int
+    uid: int = None                        # "uid" mode only
+    pid_namespace: bool = True             # off for torch steps on a GPU machine: CUDA does not start in one
+    visible: list = field(default_factory=list)    # what the child's root file system holds
+    hide: list = field(default_factory=list)       # covered even when under a visible folder
+    shared: list = field(default_factory=list)     # host folders bound read-write at the same path (e.g. a kernel's sockets)
+    disk_bytes: int = 128 << 20            # the scratch tmpfs (with /tmp and /dev/shm): all the child may write
+    cgroup: str = None                     # its memory cgroup's folder, when the machine gives one
+    cuda: bool = False                     # a torch child on a GPU machine (no PID namespace, no RLIMIT_AS)
+
+    @property
+    def root(self):
+        """Mount point of the child's new root: a root-owned folder inside its scratch folder."""
+        return os.path.join(self.scratch, ".attention-kit-root")
+
+    def info(self):
+        """For results.json extra_data: what isolation applied."""
+        walled = self.mode != "process"
+        return {"mode": self.mode, "uid": self.uid if self.mode == "uid" else "same as grader",
+                "namespaces": (["mount", "network", "ipc"] + (["pid"] if self.pid_namespace else [])
+                               + (["user"] if self.mode == "userns" else [])) if walled else [],
+                "visible_paths": self.visible if walled else "all",
+                "proc": ("a /proc of its own PID namespace" if self.pid_namespace else
+                         "a /proc showing only its own uid's processes (hidepid)") if walled else "the machine's",
+                "network": "none" if walled else "not isolated",
+                "memory": memory_limit_kind(self),
+                "memory_limit_bytes": self.memory_bytes, "cpu_seconds": self.cpu_seconds,
+                "max_processes": self.max_processes, "max_file_bytes": self.file_bytes,
+                "disk": (f"a tmpfs of {self.disk_bytes} bytes for its scratch folder, /tmp and /dev/shm together"
+                         if walled else "not capped in total (no mount namespace)")}
+
+
+def memory_limit_kind(plan):
+    """How the child's memory is bounded, in words (results.json)."""
+    if plan.cgroup:
+        return {"kind": "memory cgroup", "counts": "all its processes' memory, shared mappings and tmpfs pages included",
+                "limit_bytes": plan.memory_bytes}
+    if plan.cuda:
+        return {"kind": "RLIMIT_DATA only (no memory cgroup on this machine; CUDA reserves more address space "
+                        "than RLIMIT_AS could allow)", "per_process_bytes": plan.memory_bytes}
+    return {"kind": "per-process address space (RLIMIT_AS; no memory cgroup on this machine)",
+            "per_process_bytes": plan.memory_bytes + LIBRARY_ADDRESS_SPACE,
+            "total_bound_bytes": (plan.memory_bytes + LIBRARY_ADDRESS_SPACE) * plan.max_processes}
+
+
+_probe_cache = {}
+
+
+def choose_mode(requested="auto"):
+    """The strongest level available here, or `requested` when it is not 'auto'."""
+    if requested != "auto":
+        return requested
+    if os.geteuid() == 0:
+        return "uid" if _probe("uid") else "process"
+    return "userns" if _probe("userns") else "process"
+
+
+def _probe(mode):
+    """Can this machine set up `mode`? Tried once per grader process: a throwaway child must
+    start Python, read numpy's files, and write in its scratch folder under that isolation."""
+    if mode not in _probe_cache:
+        import tempfile
+        from types import SimpleNamespace
+        with tempfile.TemporaryDirectory(prefix="attention-kit-probe-") as scratch:
+            limits = SimpleNamespace(memory_bytes=2 << 30, cpu_seconds=30, max_processes=64, file_bytes=1 << 20,
+                                     disk_bytes=1 << 20)
+            plan = make_plan(mode, scratch, limits)
+            try:
+                prepare_scratch(plan)
+                # cheap (no site, no numpy import: 20 ms, not 250, on a cold grade's critical path),
+                # yet what a child needs: its folder writable, numpy's files readable inside the new root
+                import importlib.util
+                numpy_init = importlib.util.find_spec("numpy").origin
+                code = ("import sys\nopen('probe', 'w').write('ok')\nopen(sys.argv[1], 'rb').read(1)\n"
+                        "print(open('probe').read())\n")
+                proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, numpy_init],
+                                      preexec_fn=lambda: apply(plan), cwd=scratch, capture_output=True, timeout=60)
+                _probe_cache[mode] = proc.returncode == 0 and proc.stdout.strip() == b"ok"
+                why = proc.stderr.decode(errors="replace").strip()[-500:] or f"exit code {proc.returncode}"
+            except (OSError, subprocess.SubprocessError) as exc:
+                _probe_cache[mode] = False
+                why = f"{type(exc).__name__}: {exc}"
+            finally:
+                finish(plan)
+        if not _probe_cache[mode]:
+            # the instructor must know: grading goes on at a weaker level (results.json says which)
+            print(f"attention-kit: the {mode!r} isolation level could not be set up here ({why}); "
+                  "grading with a weaker one", file=sys.stderr)
+    return _probe_cache[mode]
+
+
+_uids_taken = 0
+
+
+def next_uid():
+    """A uid for the next child, never given before on this machine (until 2**31 are used): a
+    counter in a root-only file, taken under a lock, shared by every grader process. A uid that
+    still owns a process is passed over. Without the file (not root), a per-process count."""
+    global _uids_taken
+    try:
+        fd = os.open(UID_COUNTER, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        _uids_taken += 1
+        return BASE_UID + (os.getpid() % 4096) * 100_000 + _uids_taken
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            last = int(os.pread(fd, 32, 0) or BASE_UID)
+        except ValueError:
+            last = BASE_UID
+        uid = last
+        while True:
+            uid = uid + 1 if uid < MAX_UID else BASE_UID + 1
+            if not processes_of(uid):
+                break
+        os.pwrite(fd, b"%-31d" % uid, 0)
+    finally:
+        os.close(fd)
+    log = os.environ.get("ATTENTION_KIT_UID_LOG")      # an audit trail of this grader's children (tests)
+    if log:
+        with open(log, "a") as f:
+            f.write(f"{uid}\n")
+    return uid
+
+
+def last_uid():
+    """The last child uid given on this machine (the counter's value), or None without the file."""
+    try:
+        with open(UID_COUNTER) as f:
+            return int(f.read().strip() or BASE_UID)
+    except (OSError, ValueError):
+        return None
+
+
+def gpu_present():
+    """An NVIDIA device node is there (cheap: no torch import, no CUDA start)."""
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
+
+
+# what running Python needs from the system, bound read-only into the child's root
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/sys")
+
+
+def make_plan(mode, scratch, limits, hide_extra=(), uid=None, pid_namespace=True, shared=(), make_cgroup=True):
+    """What a child whose scratch folder is `scratch` may see, and its limits. `shared`: host
+    folders the child may write and the grader reads too (bound at the same path)."""
+    scratch = os.path.realpath(scratch)
+    visible = _under_none([p for p in SYSTEM_PATHS if os.path.lexists(p)] + list(python_paths()))
+    shared = [os.path.realpath(p) for p in shared]
+    nproc = limits.max_processes
+    if mode == "userns":   # RLIMIT_NPROC counts all of this user's processes: leave room for them
+        nproc += _count_processes(os.getuid())
+    uid = (uid or next_uid()) if mode == "uid" else None
+    plan = Plan(mode, scratch, limits.memory_bytes, limits.cpu_seconds, nproc, limits.file_bytes,
+                uid=uid, pid_namespace=pid_namespace and mode != "process", cuda=not pid_namespace,
+                visible=visible + [scratch] + shared,
+                hide=[p for p in kit_paths(tuple(visible)) + [os.path.realpath(p) for p in hide_extra]
+                      if not any(p == s or p.startswith(s + "/") for s in [scratch] + shared)],
+                shared=shared, disk_bytes=getattr(limits, "disk_bytes", 128 << 20))
+    if mode == "uid":    # make_cgroup=False: a plan only described (results.json), never started
+        plan.cgroup = memory_cgroup(uid, limits.memory_bytes) if make_cgroup else (
+            "(one per child)" if cgroups_available() else None)
+    return plan
+
+
+def cgroups_available():
+    """Can this process make memory cgroups for its children (as far as it knows yet)?"""
+    global _cgroups
+    if _cgroups == "unknown":
+        _cgroups = _cgroup_base() if os.geteuid() == 0 else None
+    return bool(_cgroups)
+
+
+@functools.lru_cache(maxsize=None)
+def python_paths():
+    """The Python installation and every site folder the interpreter reads (the venv, a .pth's
+    target): the child needs them to import numpy and torch."""
+    found = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    for entry in sys.path:
+        real = os.path.realpath(entry or ".")
+        if os.path.basename(real) in ("site-packages", "dist-packages") and os.path.isdir(real):
+            found.add(real)
+    return tuple(sorted(found))
+
+
+def _under_none(paths):
+    """`paths` without those inside another of them (a bind of the outer one holds them)."""
+    paths = sorted(set(paths), key=len)
+    kept = []
+    for p in paths:
+        if not any(p == k or p.startswith(k.rstrip("/") + "/") for k in kept if not os.path.islink(k)):
+            kept.append(p)
+    return kept
+
+
+KIT_PACKAGES = ("autograder", "solutions")
+
+
+@functools.lru_cache(maxsize=None)
+def kit_paths(visible):
+    """Every place under a visible folder where the kit lies, however it was installed: its
+    packages in a site folder (`pip install .`, a wheel, the Gradescope venv), its dist-info, the
+    editable install's .pth and finder, and the kit's own folder (the master notebooks, the tests)
+    when it sits inside a visible one. The child's root covers each (see build_root)."""
+    import importlib.metadata
+    found = set()
+    here = os.path.realpath(KIT_ROOT)
+    sites = set(python_paths())
+    # the kit's installed distributions: their metadata folders in the site folders (a listing,
+    # not importlib.metadata.distributions(), which reads every package's metadata: 0.1 s)
+    dists = [importlib.metadata.PathDistribution(Path(folder, entry)) for folder in sites
+             for entry in _listing(folder)
+             if entry.lower().replace("-", "_").startswith("attention_kit")
+             and entry.endswith((".dist-info", ".egg-info"))]
+    for dist in dists:
+        if (dist.metadata["Name"] or "").lower().replace("_", "-") != "attention-kit":
+            continue
+        for f in dist.files or []:
+            parts = str(f).split("/")
+            if parts[0] in ("..", "__pycache__") or len(parts) == 1:
+                found.add(os.path.realpath(dist.locate_file(f)))        # a file of its own (.pth, finder, script)
+            else:
+                found.add(os.path.realpath(dist.locate_file(parts[0])))  # a package or the dist-info folder
+    for folder in python_paths():
+        for name in KIT_PACKAGES:
+            path = os.path.join(folder, name)
+            if os.path.isdir(path) and _looks_like_kit(path, name):
+                found.add(os.path.realpath(path))
+        for entry in _listing(folder):
+            low = entry.lower()
+            if "attention_kit" in low.replace("-", "_") and (low.endswith((".pth", ".dist-info", ".egg-info",
+                                                                         ".egg-link")) or "__editable__" in low):
+                found.add(os.path.realpath(os.path.join(folder, entry)))
+    for name in KIT_PACKAGES:
+        found.add(os.path.join(here, name))
+    # the kit's own folder inside a visible one (e.g. a checkout under /usr/src): cover all of it
+    # but the Python installation that may live in it (a .venv at its root)
+    checkout = here not in sites and os.path.exists(os.path.join(here, "pyproject.toml"))   # not a site folder
+    if checkout and any(here.startswith(v.rstrip("/") + "/") for v in visible if not os.path.islink(v)):
+        pythons = python_paths()
+        for entry in os.listdir(here):
+            path = os.path.join(here, entry)
+            if not any(p == path or p.startswith(path + "/") for p in pythons):
+                found.add(path)
+    return sorted(p for p in found if p and os.path.lexists(p)
+                  and any(p.startswith(v.rstrip("/") + "/") for v in visible if not os.path.islink(v)))
+
+
+@functools.lru_cache(maxsize=None)
+def _listing(folder):
+    try:
+        return tuple(os.listdir(folder))
+    except OSError:
+        return ()
+
+
+def _looks_like_kit(path, name):
+    marker = {"autograder": "contract.py", "solutions": "__init__.py"}[name]
+    if name == "solutions":
+        return os.path.exists(os.path.join(path, marker)) and any(
+            n.startswith("0") and n.endswith(".py") for n in os.listdir(path))
+    return os.path.exists(os.path.join(path, marker)) and os.path.isdir(os.path.join(path, "suites"))
+
+
+def _count_processes(uid):
+    n = 0
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def prepare_scratch(plan):
+    """Give the child uid its scratch folder (and nothing else); make the new root's mount point."""
+    if plan.mode == "process":
+        return
+    if plan.mode == "uid":
+        for root, dirs, files in os.walk(plan.scratch):
+            for name in dirs + files:
+                os.chown(os.path.join(root, name), plan.uid, plan.uid)
+        os.chown(plan.scratch, plan.uid, plan.uid)
+        os.chmod(plan.scratch, 0o700)
+    os.mkdir(plan.root, 0o755)        # stays the grader's: the child cannot write there
+
+
+# ------------------------------------------------------------------ memory cgroups
+def _cgroup_base():
+    """(version, folder) of a memory cgroup under which this process may make children, or None."""
+    try:
+        lines = open("/proc/self/cgroup").read().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            for mount in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup/memory,cpuacct"):
+                folder = mount + path
+                if os.path.exists(os.path.join(folder, "memory.limit_in_bytes")):
+                    return 1, folder
+    for line in lines:
+        if line.startswith("0::"):
+            for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                folder = mount + line[3:]
+                try:
+                    if "memory" in open(os.path.join(folder, "cgroup.subtree_control")).read().split():
+                        return 2, folder
+                except OSError:
+                    pass
+    return None
+
+
+_cgroups = "unknown"
+
+
+def memory_cgroup(uid, memory_bytes):
+    """A fresh memory cgroup for one child, limited to `memory_bytes` (swap included where the
+    machine counts it); None where the machine gives none (then RLIMIT_AS applies)."""
+    global _cgroups
+    if not cgroups_available():
+        return None
+    version, base = _cgroups
+    folder = os.path.join(base, f"attention-kit-{uid}")
+    try:
+        os.mkdir(folder)
+        if version == 1:
+            _write(folder, "memory.limit_in_bytes", memory_bytes)
+            if os.path.exists(os.path.join(folder, "memory.memsw.limit_in_bytes")):
+                _write(folder, "memory.memsw.limit_in_bytes", memory_bytes)
+        else:
+            _write(folder, "memory.max", memory_bytes)
+            if os.path.exists(os.path.join(folder, "memory.swap.max")):
+                _write(folder, "memory.swap.max", 0)
+        return folder
+    except OSError:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+        _cgroups = None            # not allowed here: the fallback, for this process's lifetime
+        return None
+
+
+def _write(folder, name, value):
+    with open(os.path.join(folder, name), "w") as f:
+        f.write(str(value))
+
+
+def memory_exceeded(plan):
+    """Did the kernel kill one of the child's processes for going over the memory cgroup's limit?"""
+    if not plan.cgroup:
+        return False
+    for name, key in (("memory.events", "oom_kill"), ("memory.oom_control", "oom_kill")):
+        try:
+            for line in open(os.path.join(plan.cgroup, name)):
+                k, _, v = line.partition(" ")
+                if k == key and int(v) > 0:
+                    return True
+        except (OSError, ValueError):
+            pass
+    return False
+
+
+def finish(plan):
+    """After kill_everything: release what the child's plan held outside it (its memory cgroup)."""
+    if plan.cgroup:
+        for _ in range(200):
+            try:
+                os.rmdir(plan.cgroup)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:          # its last processes are still exiting
+                time.sleep(0.005)
+
+
+# ------------------------------------------------------------------ in the child, before exec
+def apply(plan):
+    """preexec_fn: limits, namespaces, a fork into the new PID namespace, the new root, then the
+    unprivileged uid. Runs in the forked child, before any student code."""
+    for res, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_DATA, plan.memory_bytes),
+                       (resource.RLIMIT_FSIZE, plan.file_bytes)):
+        resource.setrlimit(res, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (plan.cpu_seconds, plan.cpu_seconds + 5))
+    if plan.cgroup:
+        with open(os.path.join(plan.cgroup, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+    elif not plan.cuda:      # no cgroup: bound each process's address space, shared mappings included
+        limit = plan.memory_bytes + LIBRARY_ADDRESS_SPACE
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if plan.mode != "process":
+        enter_namespaces(plan)
+        if plan.pid_namespace:
+            fork_into_pid_namespace()
+        build_root(plan)
+    if plan.mode == "uid":
+        os.setgroups([])
+        os.setgid(plan.uid)
+        os.setuid(plan.uid)
+    if plan.mode != "process" or os.geteuid() != 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def enter_namespaces(plan):
+    """New mount, network, IPC and PID (and, in "userns" mode, user) namespaces."""
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | (CLONE_NEWPID if plan.pid_namespace else 0)
+    if plan.mode == "userns":
+        _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare")
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    else:
+        _check(_libc.unshare(flags), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+
+
+def fork_into_pid_namespace():
+    """Fork once: the new process is the first of the new PID namespace, and everything the
+    student's code starts lives and dies with it (the kernel kills them all when it ends). This
+    process only waits and passes on how it ended: it closes every file descriptor first, so the
+    grader sees the pipes close, and Popen its exec, exactly when the inner process's happen."""
+    pid = os.fork()
+    if pid == 0:
+        # a process group of its own: kill(0, ...) from student code cannot reach the outer process
+        os.setpgid(0, 0)
+        return
+    os.closerange(0, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+            break
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def build_root(plan):
+    """A fresh root file system holding only plan.visible (the kit's copies covered), a /proc
+    of the child's own, and one size-capped tmpfs for its scratch folder, /tmp and /dev/shm;
+    then chroot into it.
+
+    Order matters: the child's /tmp goes in first, so that a visible folder under the host's /tmp
+    (a venv there, the scratch folder itself) is bound on top of it, not covered by it."""
+    root = plan.root
+    _mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+    fs = _scratch_tmpfs(plan, root)
+    os.makedirs(root + "/tmp", exist_ok=True)
+    _mount(fs + "/tmp", root + "/tmp", None, MS_BIND)
+    for path in plan.visible:
+        inside = root + path
+        if os.path.islink(path):                  # e.g. /lib -> usr/lib on merged-/usr systems
+            os.makedirs(os.path.dirname(inside), exist_ok=True)
+            if not os.path.lexists(inside):
+                os.symlink(os.readlink(path), inside)
+            continue
+        if path == plan.scratch or path in plan.shared:
+            continue                              # below
+        os.makedirs(inside, exist_ok=True)
+        # /dev and /sys without what is mounted below them (the machine's /dev/shm, /dev/mqueue,
+        # its cgroup file systems, writable there); the rest with it, read-only. A user namespace
+        # may only take them whole (the kernel locks submounts together): /dev/shm and
+        # /dev/mqueue are then covered below, and the grader's uid owns no cgroup file.
+        whole = plan.mode == "userns" or path not in ("/dev", "/sys")
+        _mount(path, inside, None, MS_BIND | (MS_REC if whole else 0))
+        _mount(None, inside, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | (MS_NODEV if path != "/dev" else 0))
+    if os.path.isdir(root + "/dev/shm"):
+        _mount(fs + "/shm", root + "/dev/shm", None, MS_BIND)
+    if os.path.isdir(root + "/dev/mqueue"):       # POSIX queues: those of its own IPC namespace only
+        _mount("mqueue", root + "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(root + plan.scratch, exist_ok=True)
+    _mount(fs + "/work", root + plan.scratch, None, MS_BIND)
+    _check(_libc.umount2(fs.encode(), MNT_DETACH), f"umount {fs}")    # the binds stay
+    os.rmdir(fs)
+    for path in plan.shared:                      # writable, and not recursive: the new root
+        os.makedirs(root + path, exist_ok=True)   # mounted inside it must not appear there
+        _mount(path, root + path, None, MS_BIND)
+    _mount_proc(plan, root)
+    empty = root + "/.attention-kit-hidden"
+    open(empty, "w").close()
+    os.chmod(empty, 0o444)
+    for path in plan.hide:                        # the kit's installed copies, a submission folder...
+        target = root + path
+        if os.path.isdir(target) and not os.path.islink(target):
+            _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+        elif os.path.isfile(target) and not os.path.islink(target):
+            _mount(empty, target, None, MS_BIND)
+            _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+    os.chroot(root)
+    os.chdir(plan.scratch)
+
+
+def _scratch_tmpfs(plan, root):
+    """One tmpfs of plan.disk_bytes for all the child may write, bound at three places by build_root:
+    its scratch folder (`work`: a copy of what the grader put in the host's, the runner and the
+    student's file), /tmp and /dev/shm. Returns where it is mounted for now."""
+    owner = plan.uid if plan.mode == "uid" else os.getuid()
+    group = plan.uid if plan.mode == "uid" else os.getgid()
+    fs = root + "/.attention-kit-scratch"
+    os.mkdir(fs, 0o700)
+    _mount("tmpfs", fs, "tmpfs", MS_NOSUID | MS_NODEV, f"size={plan.disk_bytes},nr_inodes=16384,mode=755")
+    for name in ("work", "tmp", "shm"):
+        os.mkdir(os.path.join(fs, name), 0o700)
+        os.chown(os.path.join(fs, name), owner, group)
+    for entry in os.scandir(plan.scratch):
+        if entry.is_file(follow_symlinks=False):
+            target = os.path.join(fs, "work", entry.name)
+            with open(entry.path, "rb") as src, open(target, "wb") as dst:
+                while chunk := src.read(1 << 20):
+                    dst.write(chunk)
+            os.chown(target, owner, group)
+    return fs
+
+
+def _mount_proc(plan, root):
+    os.makedirs(root + "/proc", exist_ok=True)
+    if plan.pid_namespace:     # we are the new PID namespace's first process: its /proc shows its processes only
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        return
+    try:                       # no PID namespace (CUDA): a /proc that shows the child's own uid's processes only
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible")
+    except OSError:
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+
+
+# ------------------------------------------------------------------ in the parent
+def protect_grader():
+    """Make the grader non-dumpable: a child of the same uid can then neither ptrace it nor
+    read its memory or environment through /proc."""
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+def _children(pid):
+    """Pids of `pid`'s children: from the kernel's own list of each of its threads' children
+    (/proc/PID/task/TID/children), else by reading every process's parent in /proc."""
+    try:
+        kids = []
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(k) for k in f.read().split()]
+        return kids
+    except FileNotFoundError:      # gone already, or a kernel without that file
+        if not os.path.exists(f"/proc/{pid}/task"):
+            return []
+    except (OSError, ValueError):
+        pass
+    kids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                kids.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            pass
+    return kids
+
+
+def _pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_gone(pidfds, seconds):
+    """Wait until every process behind `pidfds` has exited (a pidfd turns readable then)."""
+    deadline = time.monotonic() + seconds
+    pending = list(pidfds)
+    while pending and time.monotonic() < deadline:
+        ready, _, _ = select.select(pending, [], [], deadline - time.monotonic())
+        pending = [fd for fd in pending if fd not in ready]
+    for fd in pidfds:
+        os.close(fd)
+    return not pending
+
+
+def kill_everything(plan, pid):
+    """Kill the child and every process it started: daemons, double forks and setsid included.
+
+    The runner forks once into the new PID namespace; killing that inner init makes the kernel
+    kill every process in the namespace. In "uid" mode, anything left under the child's uid is
+    killed as well (a process that signals with that uid reaches exactly them).
+    """
+    kids = _children(pid)
+    # the inner init of the PID namespace: it finishes exiting only after the kernel has killed and
+    # reaped every other process in its namespace, so once it is gone they all are
+    inits = [fd for fd in map(_pidfd, kids) if fd is not None] if plan.pid_namespace else []
+    for kid in kids:
+        _kill(kid)
+    _kill(pid)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if inits:
+        _wait_gone(inits, 5)
+    if plan.mode == "uid":
+        # whatever the namespace did, nothing may be left under the child's uid: one look at
+        # /proc confirms it (and, without a namespace, finds what to kill)
+        deadline = time.monotonic() + 5
+        pause = 0.001
+        while leftover_processes(plan) and time.monotonic() < deadline:
+            if pause < 0.03:
+                # processes take a moment to die once killed (a torch child unmaps a few hundred
+                # MB): wait for that before assuming something escaped the kills above
+                time.sleep(pause)
+                pause *= 2
+                continue
+            killer = os.fork()
+            if killer == 0:                  # become that uid, then signal everything it owns
+                try:
+                    os.setgid(plan.uid)
+                    os.setuid(plan.uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(killer, 0)
+            time.sleep(0.01)                 # the kernel tears a namespace down asynchronously
+
+
+def _kill(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def leftover_processes(plan):
+    """Live (not zombie) processes still running under the child's uid ("uid" mode)."""
+    return [] if plan.mode != "uid" else processes_of(plan.uid)
+
+
+def processes_of(uid):
+    """Pids of the live processes owned by `uid` (zombies, already dead, are left out)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                with open(f"/proc/{entry}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                        found.append(int(entry))
+        except (OSError, IndexError):
+            pass
+    return found
