@@ -7,7 +7,7 @@ import pytest
 
 from autograder import contract
 from autograder.checks.student import Student
-from autograder.sandbox.session import (Limits, NotDefined, StepSession, StudentCrashed, StudentRaised,
+from autograder.sandbox.session import (Limits, NotDefined, StepChild, StudentCrashed, StudentRaised,
                                         StudentTimedOut)
 
 SOFTMAX = contract.step_for_stem("04_softmax")
@@ -17,7 +17,7 @@ GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(a
 def session(tmp_path, code, **limits):
     path = tmp_path / "04_softmax.py"
     path.write_text(code)
-    return StepSession(SOFTMAX, path, Limits(**limits))
+    return StepChild(SOFTMAX, path, Limits(**limits))
 
 
 def call(s, *args):

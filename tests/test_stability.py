@@ -17,7 +17,7 @@ import pytest
 from autograder import contract
 from autograder.checks.expect import CheckFailed
 from autograder.checks.student import Student
-from autograder.sandbox.session import Limits, StepSession
+from autograder.sandbox.session import Limits, StepChild
 from conftest import ROOT
 
 # the suites' @check marker is registered by the grader's own pytest run, not by this one
@@ -125,7 +125,7 @@ def _suite(stem):
 def _student(tmp_path, stem, code):
     path = tmp_path / f"{stem}.py"
     path.write_text(code)
-    return Student(StepSession(contract.step_for_stem(stem), path, Limits()))
+    return Student(StepChild(contract.step_for_stem(stem), path, Limits()))
 
 
 HALF = ("float16", "bfloat16")

@@ -36,14 +36,14 @@ def submissions(tmp_path_factory):
 
 def test_a_warm_grader_grades_each_submission_as_a_fresh_grade_does(submissions):
     fresh = {name: outcomes(grading.grade(path, steps=[STEP])) for name, path in submissions.items()}
-    started = grading.SESSIONS_RUN
+    started = grading.SUITE_RUNS
     warm = grading.Grader()
     try:
         again = [(name, outcomes(warm.grade(path, steps=[STEP])))
                  for name in ("promoted", "kept", "broken", "kept", "promoted") for path in [submissions[name]]]
     finally:
         warm.close()
-    assert grading.SESSIONS_RUN == started + 1          # one pytest session for all five
+    assert grading.SUITE_RUNS == started + 1          # one pytest session for all five
     for name, got in again:
         assert got == fresh[name], name
     # the note of the promoted submission did not stay on the check for the next one
@@ -56,14 +56,14 @@ def test_every_step_child_starts_loading_before_the_first_check():
     job = grading.Job(SAMPLES / "unusual_style").start()
     try:
         job.wait_started()
-        assert set(job.sessions) == {s.stem for s in grading.contract.STEPS}
-        for stem, session in job.sessions.items():
+        assert set(job.children) == {s.stem for s in grading.contract.STEPS}
+        for stem, session in job.children.items():
             assert session.child is not None and session.child.alive, stem
             assert session.pending_load is not None, stem     # the load request is on its way
     finally:
         job.finish()
     assert job.result().score == 0          # no check ran: every step's checks are absent
-    for session in job.sessions.values():
+    for session in job.children.values():
         assert session.child is None        # closed: killed and cleaned up
 
 

@@ -247,15 +247,15 @@ def _size_text(n):
     return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{round(n / 1024)} KiB"     # units, not words
 
 
-def expect_memory(m, result_bytes, what, shapes, culprit=None):
+def expect_memory(m, result_bytes, what, shapes, misconception=None):
     """The call's peak memory stays within FACTOR x the bytes of the reference's results (+ SLACK).
 
-    culprit: a misconception id to name when it does not (the one mistake that explains it there).
+    misconception: a misconception id to name when it does not (the one mistake that explains it there).
     """
     _expect_measured([m], what)
     if m.peak_bytes <= FACTOR * result_bytes + SLACK:
         return
-    found = [culprit] if culprit else []
+    found = [misconception] if misconception else []
     # the ratio, not the bytes: a few KiB of Python objects vary from run to run, the ratio does not
     text = _("{what} on inputs of shapes {shapes} held about {ratio} times the memory its results take "
              "({result}) at its peak; up to {factor} times is allowed. Is an intermediate much larger than "
@@ -298,7 +298,7 @@ NUMPY_BASE = {"B": 0, "T": 32}
 NUMPY_GROW = {"T": (32, 64, 128), "B": (2, 3, 4)}
 
 
-def expect_numpy_step(request, student, name, make_inputs, reference, what, culprit=None):
+def expect_numpy_step(request, student, name, make_inputs, reference, what, misconception=None):
     """The complexity check of a numpy step for the student's function `name`.
 
     make_inputs(B, T) -> the arguments (seeded arrays: sequence length T, a leading batch axis of
@@ -313,4 +313,4 @@ def expect_numpy_step(request, student, name, make_inputs, reference, what, culp
     results = reference(*args)
     results = results if isinstance(results, tuple) else (results,)
     expect_memory(runs[tuple(sorted(sizes.items()))], nbytes(*results), what,
-                  shapes_text(*[a for a in args if hasattr(a, "shape")]), culprit)
+                  shapes_text(*[a for a in args if hasattr(a, "shape")]), misconception)

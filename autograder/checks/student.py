@@ -15,9 +15,9 @@ from autograder.child import wire
 from autograder.i18n import _
 from autograder.sandbox.session import BadReply
 
-# the step sessions of the submission being graded, {stem: StepSession}: set by the grading
+# the step children of the submission being graded, {stem: StepChild}: set by the grading
 # run (grading.py) before the suites' checks run, read by the `student` fixture (suites/conftest.py)
-STEP_SESSIONS = pytest.StashKey[dict]()
+STEP_CHILDREN = pytest.StashKey[dict]()
 
 
 class Student:

@@ -2,7 +2,7 @@
 
 The hidden suites are ordinary pytest files (suites/step<stem>.py, e.g. suites/step04_softmax.py). They run here, in the
 trusted parent, through `pytest.main`; each step's student code runs in its own child process
-(sandbox.StepSession), reached through the `student` fixture. This module turns pytest's
+(sandbox.StepChild), reached through the `student` fixture. This module turns pytest's
 outcomes into scored checks.
 """
 import contextlib
@@ -21,10 +21,10 @@ import pytest
 
 from autograder import contract, submitted_files
 from autograder.checks.expect import NOTES, CheckFailed
-from autograder.checks.student import STEP_SESSIONS
+from autograder.checks.student import STEP_CHILDREN
 from autograder.i18n import _, translate
 from autograder.sandbox import isolation
-from autograder.sandbox.session import Budget, Limits, StepSession, StudentProblem
+from autograder.sandbox.session import Budget, Limits, StepChild, StudentProblem
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 
@@ -92,7 +92,7 @@ def find_step_files(submission):
 
 # ------------------------------------------------------------------ one submission
 class Job:
-    """One submission being graded: its step sessions and the outcomes of its checks.
+    """One submission being graded: its step children and the outcomes of its checks.
 
     `start()` chooses the isolation level (a probe, once per process) and starts each step's
     child, its file loading, in a thread: that runs while pytest collects the suites (which
@@ -117,7 +117,7 @@ class Job:
         # the folder itself stays covered in every child's view, wherever it lies
         self.hide = (str(Path(self.submission).resolve()) if os.path.isdir(self.submission)
                      else str(Path(self.submission).resolve().parent),)
-        self.sessions = {}       # stem -> StepSession
+        self.children = {}       # stem -> StepChild
         self.closers = {}        # stem -> the thread closing its session
         self.results = {}        # stem -> [CheckResult]
         self.skipped = {}        # stem -> [(number, name, reason)]
@@ -143,9 +143,9 @@ class Job:
                 isolation.protect_grader()
             for s in self.wanted:
                 refused = self.unreadable or self.found.refused.get(s.stem)
-                session = StepSession(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
+                session = StepChild(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
                                       refused=refused, hide=self.hide)
-                self.sessions[s.stem] = session
+                self.children[s.stem] = session
                 session.start()
                 self.ready[s.stem].set()
         except BaseException as exc:  # re-raised by result()
@@ -165,14 +165,14 @@ class Job:
 
     def close_step(self, stem):
         """The step's last check is done: its child dies while the next step is graded."""
-        if stem in self.sessions and stem not in self.closers:
-            self.closers[stem] = closer = threading.Thread(target=self.sessions[stem].close, daemon=True)
+        if stem in self.children and stem not in self.closers:
+            self.closers[stem] = closer = threading.Thread(target=self.children[stem].close, daemon=True)
             closer.start()
 
     def finish(self, error=None):
         """Close every step's session (side by side, waiting for all), then build the report."""
         self._starter.join()
-        for stem in self.sessions:
+        for stem in self.children:
             self.close_step(stem)
         for closer in self.closers.values():
             closer.join()
@@ -184,7 +184,7 @@ class Job:
     def _report(self):
         step_results = []
         for s in self.wanted:
-            session = self.sessions[s.stem]
+            session = self.children[s.stem]
             checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
             _tell_cell_errors(checks, session.cell_errors if session.source else [])
             step_results.append(StepResult(
@@ -216,7 +216,7 @@ def one_math_thread():
 
 class GradingPlugin:
     """Runs the collected checks once per job (one pytest session can grade many submissions),
-    hands each job's step sessions to the suites, and records each check's outcome."""
+    hands each job's step children to the suites, and records each check's outcome."""
 
     def __init__(self, jobs):
         self.jobs = jobs         # an iterable of started Jobs (it may block waiting for the next)
@@ -251,7 +251,7 @@ class GradingPlugin:
         for job in self.jobs:
             self.job = job
             try:
-                self.config.stash[STEP_SESSIONS] = job.sessions
+                self.config.stash[STEP_CHILDREN] = job.children
                 items = [i for i in session.items if i.module.STEP in job.stems]
                 for i, item in enumerate(items):
                     # the starter starts the steps in order: step 1 can be graded while the
@@ -358,17 +358,17 @@ def grade(submission, limits=None, steps=None, found=None):
     """Grade a folder or single step file (or the files `found` already read from it). Returns a
     Report; never raises for student code."""
     job = Job(submission, limits, steps, found).start()
-    run_session([job], job.wanted)
+    run_suites([job], job.wanted)
     return job.result()
 
 
-SESSIONS_RUN = 0    # pytest sessions started by this process (a warm grader starts one)
+SUITE_RUNS = 0    # pytest sessions started by this process (a warm grader starts one)
 
 
-def run_session(jobs, wanted=contract.STEPS):
+def run_suites(jobs, wanted=contract.STEPS):
     """One pytest session over the suites of `wanted`, grading each job in turn."""
-    global SESSIONS_RUN
-    SESSIONS_RUN += 1
+    global SUITE_RUNS
+    SUITE_RUNS += 1
     plugin = GradingPlugin(jobs)
     log = BoundedLog()
     try:
@@ -396,7 +396,7 @@ class Grader:
 
     def _serve(self):
         try:
-            run_session(iter(self.queue.get, None))
+            run_suites(iter(self.queue.get, None))
         except BaseException as exc:
             self.error = exc
         while True:             # the session ended early: fail what is still queued

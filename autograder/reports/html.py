@@ -5,7 +5,7 @@ for steps 04 to 07, the expected attention weights of one example beside the stu
 their difference, as inline SVG heatmaps (no JavaScript, no external file, no plotting library).
 
 The student's weights come from one extra call into their code, made exactly as the hidden
-suites make theirs: through a `StepSession` (the isolated child process) and the `Student`
+suites make theirs: through a `StepChild` (the isolated child process) and the `Student`
 adapter. Nothing of the student's is imported or run here. The expected weights come from
 `solutions/` on the same seeded inputs.
 
@@ -27,7 +27,7 @@ from autograder.i18n import _, translate
 from autograder.checks.inputs import randn, rounded
 from autograder.reports.gradescope_json import MAX_PRINTED
 from autograder.safe_text import clip
-from autograder.sandbox.session import Budget, Limits, NotDefined, StepSession, StudentProblem
+from autograder.sandbox.session import Budget, Limits, NotDefined, StepChild, StudentProblem
 
 HEATMAP_STEPS = ("04_softmax", "05_weighted_sum", "06_multi_head", "07_full_module")
 T, D_MODEL, D_K, D_V, HEADS = 5, 12, 6, 4, 3       # the example: T queries and keys, 3 heads
@@ -119,7 +119,7 @@ def attention_examples(report, submission, limits=None):
         what, request, expected = _example(stem)
         if stem not in files:
             continue                # the page says the file is missing, nothing to draw
-        session = StepSession(contract.STEP_BY_STEM[stem], files[stem], limits,
+        session = StepChild(contract.STEP_BY_STEM[stem], files[stem], limits,
                               Budget(4 * limits.call_seconds), mode, hide=(str(submission),))
         try:
             try:

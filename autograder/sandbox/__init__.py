@@ -1,1 +1,1 @@
-"""The trusted side of the boundary: limits, student problems, step sessions (one child each), isolation and the zygote."""
+"""The trusted side of the boundary: limits, student problems, step children (one child each), isolation and the zygote."""

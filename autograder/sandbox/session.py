@@ -310,7 +310,7 @@ class Child:
         return self.receive(what, deadline, seconds)
 
     def send(self, message, what, deadline, seconds):
-        """Write one request without waiting for the reply (see StepSession.start)."""
+        """Write one request without waiting for the reply (see StepChild.start)."""
         data = wire.pack(message)
         self._guarded(what, seconds, lambda: self._write_all(data, deadline))
 
@@ -379,7 +379,7 @@ class Budget:
 
 
 @dataclass
-class StepSession:
+class StepChild:
     """Lazily starts a child for one step file; restarts it after a crash or a time-out.
 
     A failure while loading the file is final for the step (every check reports it);

@@ -3,7 +3,7 @@ import pytest
 
 from autograder import contract
 from autograder.reference import misconceptions
-from autograder.checks.student import STEP_SESSIONS, Student
+from autograder.checks.student import STEP_CHILDREN, Student
 from autograder.i18n import _
 
 
@@ -18,7 +18,7 @@ def step_framework(request):
 @pytest.fixture(scope="module")
 def student(request):
     """The student's code for this suite's step (a `Student` adapter, CPU inputs)."""
-    sessions = request.config.stash[STEP_SESSIONS]
+    sessions = request.config.stash[STEP_CHILDREN]
     return Student(sessions[request.module.STEP])
 
 

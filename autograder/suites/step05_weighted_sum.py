@@ -182,6 +182,6 @@ def _attention_inputs(B, T):
 def test_vectorised(student, request):
     """Vectorised: no Python loop over tokens or batch entries, memory within a constant factor of the results"""
     complexity.expect_numpy_step(request, student, "weighted_sum", _weights_v_inputs, ref.weighted_sum,
-                                 "weighted_sum(weights, V)", culprit="broadcast-weighted-sum")
+                                 "weighted_sum(weights, V)", misconception="broadcast-weighted-sum")
     complexity.expect_numpy_step(request, student, "self_attention", _attention_inputs, ref.self_attention,
                                  "self_attention(X, W_Q, W_K, W_V)")
