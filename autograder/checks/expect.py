@@ -14,7 +14,7 @@ import pytest
 from autograder.reference import misconceptions
 from autograder.child import wire
 from autograder.i18n import _
-from autograder.sandbox.session import BadReply, StudentRaised
+from autograder.sandbox.session import BadReply, StudentProblem, StudentRaised
 from autograder.checks.tolerances import tolerance
 
 
@@ -38,6 +38,51 @@ def note(request, text):
 
 
 NOTES = pytest.StashKey[list]()
+
+
+# ------------------------------------------------------------------ the feedback page's example
+def example(fn):
+    """Mark a suite function (named `test_example...`) as the step's example for the feedback
+    page: not a check, never scored, run only when the page is asked for (`grade --html`), in
+    the same child right after the step's checks. It calls `show_example` once."""
+    return pytest.mark.example(fn)
+
+
+@dataclass
+class Example:
+    """One attention example for the feedback page: `what` the call (a message), `expected` the
+    reference's 2-D weights (T_q, T_k), `got` the student's (same shape, float64) or None, and then
+    `problem`, why they could not be drawn (a message). `mask`: True where a key may be attended
+    (None: everywhere), so a masked map can show the masked region."""
+    what: str
+    expected: np.ndarray
+    got: np.ndarray = None
+    problem: str = None
+    mask: np.ndarray = None
+
+
+EXAMPLE = pytest.StashKey[Example]()
+
+
+def show_example(request, what, expected, ask, mask=None):
+    """Record the step's example. `ask()` calls the student and returns their decoded weights cut
+    to 2-D (a `Returned` of `expected`'s shape); whatever keeps them from being drawn (the
+    student's code raised or timed out, a wrong shape, a check's message) becomes the example's
+    problem, so the page still shows the expected weights and says why."""
+    expected = np.asarray(expected, dtype=np.float64)
+    got, problem = None, None
+    try:
+        value = ask()
+        if isinstance(value, Returned) and value.shape == expected.shape:
+            got = value.array.astype(np.float64)
+        else:
+            shape = value.shape if isinstance(value, Returned) else type(value).__name__
+            problem = _("its weights have shape {shape}, expected {expected}", shape=shape, expected=expected.shape)
+    except StudentProblem as exc:
+        problem = exc.student_message()
+    except CheckFailed as exc:
+        problem = exc.message
+    request.node.stash[EXAMPLE] = Example(what, expected, got, problem, mask)
 
 
 @contextlib.contextmanager
