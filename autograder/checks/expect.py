@@ -32,6 +32,13 @@ class CheckFailed(Exception):
         self.misconceptions = list(misconceptions)
 
 
+def fail(message, misconception_ids=()):
+    """Fail the check with `message` and the misconceptions it recognised. Every suite and
+    expectation fails through here, so how a diagnosis reaches the student is decided in one place."""
+    found = list(misconception_ids)
+    raise CheckFailed(message + ("\n" + misconceptions.describe(found) if found else ""), found)
+
+
 def note(request, text):
     """Attach a note to a passing check (e.g. an accepted NumPy promotion)."""
     request.node.stash.setdefault(NOTES, []).append(text)
