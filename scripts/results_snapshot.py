@@ -53,7 +53,7 @@ def _clean(text):
 
 def snapshot(root, jobs=None):
     from autograder.commands import batch
-    from autograder.sandbox.session import Limits
+    from autograder.sandbox.limits import Limits
     items = corpus(root)
     pool = batch.LocalPool(jobs or os.cpu_count() or 1)
     out = {}

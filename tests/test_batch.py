@@ -203,7 +203,7 @@ def test_the_dask_path_gives_identical_results(klass, tmp_path):
     for name in names:
         src = klass["root"] / (name + ".zip" if name.endswith("z") else name)
         (shutil.copy if src.is_file() else shutil.copytree)(src, small / src.name)
-    from autograder.sandbox.session import Limits
+    from autograder.sandbox.limits import Limits
     limits = Limits(call_seconds=10, memory_bytes=1 << 30)
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:

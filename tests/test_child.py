@@ -7,8 +7,9 @@ import pytest
 
 from autograder import contract
 from autograder.checks.student import Student
-from autograder.sandbox.session import (Limits, NotDefined, StepChild, StudentCrashed, StudentRaised,
-                                        StudentTimedOut)
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.problems import NotDefined, StudentCrashed, StudentRaised, StudentTimedOut
+from autograder.sandbox.step_child import StepChild
 
 SOFTMAX = contract.step_for_stem("04_softmax")
 GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)\n"

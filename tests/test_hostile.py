@@ -250,7 +250,7 @@ def test_a_batch_mixing_hostile_and_honest_grades_the_honest_exactly_as_alone(tm
         folder = tmp_path / case
         folder.mkdir()
         hostile.append(submission_with(folder, case_file))
-    script = ("import json, sys\nfrom autograder.grading import run as grading; from autograder.reports import gradescope_json as report\nfrom autograder.sandbox.session import Limits\n"
+    script = ("import json, sys\nfrom autograder.grading import run as grading; from autograder.reports import gradescope_json as report\nfrom autograder.sandbox.limits import Limits\n"
               "out = []\nfor sub in sys.argv[1:]:\n"
               "    r = grading.grade(sub, Limits(call_seconds=2, memory_bytes=1 << 30), "
               f"{STEPS!r})\n"

@@ -17,7 +17,7 @@ import pytest
 from autograder import i18n
 from autograder.reference import misconceptions
 from autograder.locale import zh
-from autograder.sandbox.session import StudentCrashed, StudentRaised, StudentTimedOut
+from autograder.sandbox.problems import StudentCrashed, StudentRaised, StudentTimedOut
 from conftest import ROOT
 
 PACKAGE = ROOT / "autograder"

@@ -95,11 +95,11 @@ def test_no_import_circle():
 def test_the_check_sees_a_wrong_arrow(tmp_path, monkeypatch):
     """Break a rule once: a sandbox module importing the grading run is reported."""
     graph = _graph()
-    graph["autograder.sandbox.session"].add("autograder.grading.run")
+    graph["autograder.sandbox.step_child"].add("autograder.grading.run")
     monkeypatch.setattr(__import__(__name__), "_graph", lambda: graph)
     try:
         test_imports_run_down_the_layers()
     except AssertionError as exc:
-        assert "autograder.sandbox.session (sandbox) imports autograder.grading.run (grading)" in str(exc)
+        assert "autograder.sandbox.step_child (sandbox) imports autograder.grading.run (grading)" in str(exc)
     else:
         raise AssertionError("the wrong arrow was not seen")

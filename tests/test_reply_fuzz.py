@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from autograder.checks import expect as checks, complexity, gradients
-from autograder.sandbox import session as sandbox
+from autograder.sandbox import protocol
+from autograder.sandbox.problems import BadReply
 from autograder.child import wire
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -37,7 +38,7 @@ RECORDS = st.dictionaries(KEYS, VALUES, max_size=8)
 def only_bad_reply(fn, *args):
     try:
         fn(*args)
-    except sandbox.BadReply:
+    except BadReply:
         pass
 
 
@@ -73,8 +74,8 @@ def test_decoding_gradients_and_measurements_gives_checked_data_or_bad_reply(rec
 @given(RECORDS)
 def test_a_load_reply_is_checked_field_by_field(rec):
     try:
-        reply = sandbox.checked_load_reply(rec)
-    except sandbox.BadReply:
+        reply = protocol.checked_load_reply(rec)
+    except BadReply:
         return
     assert all(isinstance(n, str) for n in reply["defined"])
     assert all(set(e) == {"type", "message", "traceback"} and all(isinstance(v, str) for v in e.values())
@@ -105,7 +106,7 @@ def test_absurd_shapes_are_refused_not_overflowed(shape, dtype, raw):
 def test_the_forged_shapes_of_the_issue_are_refused(shape):
     with pytest.raises(ValueError):
         wire.decode_array({"dtype": "float64", "shape": shape, "data": b"\0" * 8})
-    with pytest.raises(sandbox.BadReply):
+    with pytest.raises(BadReply):
         checks.checked(checks.decode, {"t": "array", "dtype": "float64", "shape": shape, "data": b"\0" * 8})
 
 

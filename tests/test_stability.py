@@ -17,7 +17,8 @@ import pytest
 from autograder import contract
 from autograder.checks.expect import CheckFailed
 from autograder.checks.student import Student
-from autograder.sandbox.session import Limits, StepChild
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.step_child import StepChild
 from conftest import ROOT
 
 # the suites' @check marker is registered by the grader's own pytest run, not by this one

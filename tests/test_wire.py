@@ -7,7 +7,7 @@ import torch
 
 from autograder.checks.expect import Opaque, Returned, Seq, decode
 from autograder.child import wire
-from autograder.sandbox.session import BadReply
+from autograder.sandbox.problems import BadReply
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64", "bool"])

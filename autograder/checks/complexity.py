@@ -42,7 +42,7 @@ from autograder.reference import misconceptions
 from autograder.checks.expect import CheckFailed, note
 from autograder.i18n import _
 from autograder.checks.memo import remembered
-from autograder.sandbox.session import BadReply, StudentRaised
+from autograder.sandbox.problems import BadReply, StudentRaised
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,7 +14,7 @@ import pytest
 from autograder.reference import misconceptions
 from autograder.child import wire
 from autograder.i18n import _
-from autograder.sandbox.session import BadReply, StudentProblem, StudentRaised
+from autograder.sandbox.problems import BadReply, StudentProblem, StudentRaised
 from autograder.checks.tolerances import tolerance
 
 

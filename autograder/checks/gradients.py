@@ -23,7 +23,7 @@ from autograder.reference import misconceptions
 from autograder.checks.expect import CheckFailed, compare, decode
 from autograder.child import wire
 from autograder.i18n import N_, _, translate
-from autograder.sandbox.session import BadReply, StudentRaised
+from autograder.sandbox.problems import BadReply, StudentRaised
 from autograder.checks.tolerances import tolerance
 
 MAX_NAMES = 100

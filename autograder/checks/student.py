@@ -13,7 +13,7 @@ from autograder.checks import complexity, gradients
 from autograder.checks.expect import Returned, Seq, checked, decode
 from autograder.child import wire
 from autograder.i18n import _
-from autograder.sandbox.session import BadReply
+from autograder.sandbox.problems import BadReply
 
 # the step children of the submission being graded, {stem: StepChild}: set by the grading
 # run (grading.py) before the suites' checks run, read by the `student` fixture (suites/conftest.py)

@@ -137,7 +137,7 @@ def classify(mutant, results, equivalent):
 
 def run(steps=None, jobs=None, sample=None, seed=0, limits=None, progress=None):
     """Audit; returns (outcomes, timings)."""
-    from autograder.sandbox.session import Limits
+    from autograder.sandbox.limits import Limits
     limits = limits or Limits()
     started = time.monotonic()
     chosen = select(steps, sample, seed)

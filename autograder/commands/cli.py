@@ -8,7 +8,7 @@ from autograder.grading import run as grading
 from autograder.reports import gradescope_json as report
 from autograder.sandbox import zygote
 from autograder.safe_text import for_terminal
-from autograder.sandbox.session import Limits
+from autograder.sandbox.limits import Limits
 
 
 def main(argv=None):

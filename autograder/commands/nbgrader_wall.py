@@ -41,7 +41,8 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Float, Integer, Unicode
 
 from autograder import contract
-from autograder.sandbox import isolation, session as sandbox
+from autograder.sandbox import isolation, process
+from autograder.sandbox.limits import Limits
 
 SKIP_TAG = "skip-execution"        # nbclient's tag for a cell it must not run
 PR_SET_PDEATHSIG = 1
@@ -313,7 +314,7 @@ class WalledKernelManager(AsyncKernelManager):
             if self._plan.mode == "uid":      # its connection file (the session key) and its socket folder
                 os.chown(self.connection_file, self._plan.uid, self._plan.uid)
             out_r, self._out_w = os.pipe()
-            self._trap = sandbox.OutputTrap(out_r, self.output_bytes)
+            self._trap = process.OutputTrap(out_r, self.output_bytes)
             self._trap.start()
             plan = self._plan
             kw.update(cwd=plan.scratch, env=self._env(), stdin=subprocess.DEVNULL, stdout=self._out_w,
@@ -338,7 +339,7 @@ class WalledKernelManager(AsyncKernelManager):
         return [sys.executable, "-I", "-c", LAUNCHER, "-f", self.connection_file, *(extra_arguments or [])]
 
     def _limits(self):
-        limits = sandbox.Limits(memory_bytes=int(self.memory_gib * 2**30), cpu_seconds=self.cpu_seconds,
+        limits = Limits(memory_bytes=int(self.memory_gib * 2**30), cpu_seconds=self.cpu_seconds,
                                 max_processes=self.max_processes, file_bytes=self.file_mib << 20,
                                 isolation=self.isolation)
         if hasattr(limits, "disk_bytes"):
@@ -379,7 +380,7 @@ class WalledKernelManager(AsyncKernelManager):
 
     def _env(self):
         scratch = self._plan.scratch
-        env = sandbox.child_env(scratch, self._plan)
+        env = process.child_env(scratch, self._plan)
         env.pop("ATTENTION_KIT_PIDNS", None)
         env.update({"IPYTHONDIR": f"{scratch}/.ipython", "JUPYTER_CONFIG_DIR": f"{scratch}/.jupyter",
                     "JUPYTER_DATA_DIR": f"{scratch}/.local/share/jupyter",

@@ -24,7 +24,9 @@ from autograder.checks.expect import NOTES, CheckFailed
 from autograder.checks.student import STEP_CHILDREN
 from autograder.i18n import _, translate
 from autograder.sandbox import isolation
-from autograder.sandbox.session import Budget, Limits, StepChild, StudentProblem
+from autograder.sandbox.limits import Budget, Limits
+from autograder.sandbox.problems import StudentProblem
+from autograder.sandbox.step_child import StepChild
 
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 

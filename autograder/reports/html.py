@@ -27,7 +27,9 @@ from autograder.i18n import _, translate
 from autograder.checks.inputs import randn, rounded
 from autograder.reports.gradescope_json import MAX_PRINTED
 from autograder.safe_text import clip
-from autograder.sandbox.session import Budget, Limits, NotDefined, StepChild, StudentProblem
+from autograder.sandbox.limits import Budget, Limits
+from autograder.sandbox.problems import NotDefined, StudentProblem
+from autograder.sandbox.step_child import StepChild
 
 HEATMAP_STEPS = ("04_softmax", "05_weighted_sum", "06_multi_head", "07_full_module")
 T, D_MODEL, D_K, D_V, HEADS = 5, 12, 6, 4, 3       # the example: T queries and keys, 3 heads

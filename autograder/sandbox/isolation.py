@@ -18,7 +18,7 @@ Three levels, the strongest the platform allows (`choose_mode`):
 
 All levels get: RLIMIT_DATA (memory), RLIMIT_CPU, RLIMIT_NPROC, RLIMIT_FSIZE, no core files; where
 no memory cgroup can be made, RLIMIT_AS bounds each process's address space instead.
-This module only prepares and applies; sandbox.Child starts the process.
+This module only prepares and applies; sandbox.process.Child starts the process.
 """
 import ctypes
 import fcntl

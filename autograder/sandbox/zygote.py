@@ -34,7 +34,7 @@ HERE = Path(__file__).resolve()
 
 # ------------------------------------------------------------------ grader side
 class ZygoteChild:
-    """A child forked by the zygote, seen through the Popen attributes sandbox.Child uses."""
+    """A child forked by the zygote, seen through the Popen attributes sandbox.process.Child uses."""
 
     def __init__(self, pid, status_r):
         self.pid, self._status_r, self.returncode = pid, status_r, None

@@ -8,7 +8,7 @@ from autograder.checks.expect import (CheckFailed, check, expect_array, expect_c
 from autograder.i18n import _
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import Remembering
-from autograder.sandbox.session import StudentRaised
+from autograder.sandbox.problems import StudentRaised
 from solutions import step02_scores
 
 ref = Remembering(step02_scores)     # the references' answers, remembered for the next submission

@@ -1,0 +1,159 @@
+"""One step's child, as the checks see it: started lazily, restarted after a crash or a time-out.
+
+A `StepChild` owns at most one `process.Child` at a time for one step file: it sends the load
+request, turns the child's error replies into student problems, and keeps what the code printed.
+"""
+import os
+import time
+from dataclasses import dataclass, field
+
+from autograder.sandbox import isolation
+from autograder.sandbox.limits import Budget, Limits
+from autograder.sandbox.problems import (BadReply, MissingStep, NotDefined, Refused, StudentOverDisk,
+                                         StudentOverMemory, StudentProblem, StudentRaised, StudentTimedOut)
+from autograder.sandbox.process import Child
+from autograder.sandbox.protocol import _checked_error, _disk_full, checked_load_reply
+from autograder.i18n import _
+
+
+@dataclass
+class StepChild:
+    """Lazily starts a child for one step file; restarts it after a crash or a time-out.
+
+    A failure while loading the file is final for the step (every check reports it);
+    a failure inside one call costs that call only.
+    """
+    step: object
+    source: object = None                # a submitted_files.StepFile, or None when the step has no file
+    limits: Limits = field(default_factory=Limits)
+    budget: Budget = None
+    mode: str = None                     # isolation level; chosen once per grading run
+    refused: str = None                  # why the step's file was not taken (a link, a FIFO...), if it was not
+    hide: tuple = ()                     # the submission's folder: covered in the child's view
+    child: Child = None
+    load_reply: dict = None
+    load_problem: StudentProblem = None
+    restarts: int = 0
+    pending_load: tuple = None           # (what, deadline, seconds) of a load sent, not yet answered
+    outputs: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.budget = self.budget or Budget(self.limits.submission_seconds)
+        self.mode = self.mode or isolation.choose_mode(self.limits.isolation)
+        if isinstance(self.source, (str, os.PathLike)):      # a path (tests, tools): read it as data
+            from autograder import submitted_files
+            path = os.fspath(self.source)
+            try:
+                self.source = submitted_files.StepFile(os.path.basename(path), submitted_files.read_regular(
+                    path, os.path.basename(path)))
+            except submitted_files.Unreadable as exc:
+                self.source, self.refused = None, str(exc)
+        if self.refused is not None:
+            self.load_problem = Refused(self.refused)
+
+    @property
+    def path(self):
+        return self.source
+
+    @property
+    def display(self):
+        return self.source.name if self.source else self.step.stem
+
+    def _seconds(self, what):
+        left = self.budget.left()
+        if left <= 0:
+            raise StudentTimedOut(what, self.budget.seconds, whole_submission=True)
+        return min(self.limits.call_seconds, left)
+
+    def start(self):
+        """Start the child and send it the load request without waiting for the answer, so that
+        the steps of a submission load side by side (a slow import is waited for once, not once
+        per step). The answer is read by the first request."""
+        if self.source is None or self.child is not None or self.load_problem is not None:
+            return
+        try:
+            self._spawn()
+        except StudentProblem as problem:
+            self.load_problem = problem
+            self._retire()
+
+    def _spawn(self):
+        """A fresh child with the load request on its way."""
+        what = _("{file} (loading it)", file=self.display)
+        seconds = self._seconds(what)
+        self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
+        self.pending_load = (what, time.monotonic() + seconds, seconds)
+        self.child.send({"op": "load", "path": self.child.student_copy, "display": self.display},
+                        what, self.pending_load[1], seconds)
+
+    def _ensure_child(self):
+        if self.load_problem is not None:
+            raise self.load_problem
+        if self.source is None:
+            raise MissingStep(self.step)
+        if self.child is not None and self.pending_load is None and self.child.alive:
+            return self.child
+        if self.child is not None and self.pending_load is None:
+            self._retire()
+            self.restarts += 1
+            if self.restarts > self.limits.max_restarts:
+                self.load_problem = StudentProblem(
+                    _("Grading of {file} stopped after {n} crashes or time-outs.",
+                      file=self.display, n=self.limits.max_restarts))
+                raise self.load_problem
+        try:
+            if self.child is None:
+                self._spawn()
+            what, deadline, seconds = self.pending_load
+            self.pending_load = None
+            self.load_reply = checked_load_reply(self.child.receive(what, deadline, seconds))
+        except StudentProblem as problem:
+            self.load_problem = problem
+            self.pending_load = None
+            self._retire()
+            raise
+        return self.child
+
+    def _retire(self):
+        if self.child is not None:
+            self.child.kill()
+            out = self.child.output.text()
+            if out.strip():
+                self.outputs.append(out)
+            self.child = None
+
+    def request(self, message, what):
+        child = self._ensure_child()
+        reply = child.request(message, what, self._seconds(what))
+        if reply.get("missing"):
+            raise NotDefined(str(reply["missing"])[:100], self.display, self.load_reply["defined"],
+                             self.load_reply["cell_errors"])
+        if reply.get("ok") is not True:
+            err = reply.get("error")
+            if not isinstance(err, dict):
+                raise BadReply(_("malformed error reply"))
+            err = _checked_error(err)
+            if err["type"] == "MemoryError" or (err["type"] == "OSError" and "[Errno 12]" in err["message"]):
+                raise StudentOverMemory(what, self.limits.memory_bytes)   # RLIMIT_DATA, or RLIMIT_AS for a mapping
+            if _disk_full(err):
+                raise StudentOverDisk(what, self.limits.disk_bytes)
+            raise StudentRaised(what, err)
+        return reply
+
+    @property
+    def cell_errors(self):
+        return (self.load_reply or {}).get("cell_errors", [])
+
+    @property
+    def isolation_info(self):
+        return self.child.plan.info() if self.child else None
+
+    def printed(self):
+        """What the student's code printed (bounded), for the report."""
+        parts = list(self.outputs)
+        if self.child is not None:
+            parts.append(self.child.output.text())
+        return "\n".join(p for p in parts if p.strip())
+
+    def close(self):
+        self._retire()
