@@ -73,6 +73,8 @@ def _args(fn):
 def test_master_and_stub_define_the_contract_and_name_their_step(folder, step):
     found, meta = _defined(ROOT / folder / f"{step.stem}.ipynb")
     assert meta.get("stem") == step.stem and meta.get("step") == step.number, meta
+    # the title is the contract's (reports show it): the notebook's metadata does not say otherwise
+    assert meta.get("title") == step.title, (folder, meta.get("title"), step.title)
     for item in step.api:
         assert item.name in found, (folder, step.stem, item.name)
         if isinstance(item, contract.Module):
