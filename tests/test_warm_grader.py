@@ -53,7 +53,7 @@ def test_a_warm_grader_grades_each_submission_as_a_fresh_grade_does(submissions)
 
 
 def test_every_step_child_starts_loading_before_the_first_check():
-    job = grading.Job(SAMPLES / "unusual_style").start()
+    job = grading.Job(SAMPLES / "unusual_style").start_children()
     try:
         job.wait_started()
         assert set(job.children) == {s.stem for s in grading.contract.STEPS}
@@ -61,8 +61,8 @@ def test_every_step_child_starts_loading_before_the_first_check():
             assert session.child is not None and session.child.alive, stem
             assert session.pending_load is not None, stem     # the load request is on its way
     finally:
-        job.finish()
-    assert job.result().score == 0          # no check ran: every step's checks are absent
+        job.close_children()
+    assert job.build_report().score == 0          # no check ran: every step's checks are absent
     for session in job.children.values():
         assert session.child is None        # closed: killed and cleaned up
 

@@ -69,12 +69,12 @@ def main(argv=None):
         steps = args.steps.split(",") if args.steps else None
         start_warm_children()
         limits = limits_from(args)
-        result = grading.grade(args.submission, limits, steps)
+        result = grading.grade(args.submission, limits, steps, examples=bool(args.html))
         report.write_results(result, args.results)
         emit(args, result)
         if args.html:
             from autograder.reports import html as html_report
-            page = html_report.write_html(result, args.submission, args.html, limits)
+            page = html_report.write_html(result, args.submission, args.html)
             print(f"feedback page: {for_terminal(page)}", file=sys.stderr)   # stdout may carry --format's output
         return 0
 

@@ -1,14 +1,18 @@
-"""Grade one submission: find its step files, run the hidden suites against them, collect results.
+"""Grade one submission, in five stages (`grade`, below, is that list):
 
-The hidden suites are ordinary pytest files (suites/step<stem>.py, e.g. suites/step04_softmax.py). They run here, in the
-trusted parent, through `pytest.main`; each step's student code runs in its own child process
-(sandbox.StepChild), reached through the `student` fixture. This module turns pytest's
-outcomes into scored checks.
+1. discover: its step files, read as data (`submitted_files.find`)
+2. start children: one isolated child per step, its file loading in the background
+3. run checks: the hidden suites (pytest, driven here and nowhere else) against those children
+4. close children: every child and its cgroup gone
+5. build the report: scored checks per step, and the feedback page's examples when asked
+
+The hidden suites are ordinary pytest files (suites/step<stem>.py, e.g. suites/step04_softmax.py),
+run in this trusted process; each step's student code runs in its own child (sandbox StepChild),
+reached through the suites' `student` fixture.
 """
 import contextlib
 import io
 import os
-import queue
 import re
 import sys
 import tempfile
@@ -18,9 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _pytest.config import _prepareconfig   # what pytest.main opens a session with
 
 from autograder import contract, submitted_files
-from autograder.checks.expect import NOTES, CheckFailed
+from autograder.checks.expect import EXAMPLE, NOTES, CheckFailed
 from autograder.checks.student import STEP_CHILDREN
 from autograder.i18n import _, translate
 from autograder.sandbox import isolation
@@ -58,6 +63,7 @@ class StepResult:
     skipped: list = field(default_factory=list)   # (number, name, reason)
     printed: str = ""           # bounded excerpt of what the student's code printed
     cell_errors: list = field(default_factory=list)
+    example: object = None      # checks.expect.Example: the feedback page's, when asked for
 
     @property
     def score(self):
@@ -94,14 +100,15 @@ def find_step_files(submission):
 
 # ------------------------------------------------------------------ one submission
 class Job:
-    """One submission being graded: its step children and the outcomes of its checks.
+    """One submission on its way through the stages: its files, its step children, the outcomes
+    of its checks, and the examples its suites showed (when `examples` is asked for).
 
-    `start()` chooses the isolation level (a probe, once per process) and starts each step's
-    child, its file loading, in a thread: that runs while pytest collects the suites (which
-    imports torch, as the zygote does on the other core), or while an earlier job's checks run.
+    `start_children()` chooses the isolation level (a probe, once per process) and starts each
+    step's child, its file loading, in a thread: that runs while pytest collects the suites (which
+    imports torch, as the zygote does on the other core), or while the first steps' checks run.
     """
 
-    def __init__(self, submission, limits=None, steps=None, found=None):
+    def __init__(self, submission, limits=None, steps=None, found=None, examples=False):
         """submission: a folder or one step file (the instructor's path); or `found`, the files
         already read as data (a batch worker's), with `submission` naming where they came from."""
         self.submission, self.limits = str(submission), limits or Limits()
@@ -116,24 +123,25 @@ class Job:
         if single:
             steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files or s.stem in found.refused]
         self.wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
+        self.examples = examples
         # the folder itself stays covered in every child's view, wherever it lies
         self.hide = (str(Path(self.submission).resolve()) if os.path.isdir(self.submission)
                      else str(Path(self.submission).resolve().parent),)
         self.children = {}       # stem -> StepChild
-        self.closers = {}        # stem -> the thread closing its session
+        self.closers = {}        # stem -> the thread closing its child
         self.results = {}        # stem -> [CheckResult]
         self.skipped = {}        # stem -> [(number, name, reason)]
+        self.shown = {}          # stem -> checks.expect.Example (the feedback page's)
         self.internal_errors = 0
-        self.mode, self.error, self.report = None, None, None
-        self.ready = {s.stem: threading.Event() for s in self.wanted}   # that step's session exists
-        self.done = threading.Event()
+        self.mode, self.error = None, None
+        self.ready = {s.stem: threading.Event() for s in self.wanted}   # that step's child exists
         self._starter = threading.Thread(target=self._start_children, daemon=True)
 
     @property
     def stems(self):
         return {s.stem for s in self.wanted}
 
-    def start(self):
+    def start_children(self):
         self.budget = Budget(self.limits.submission_seconds)
         self._starter.start()
         return self
@@ -145,19 +153,19 @@ class Job:
                 isolation.protect_grader()
             for s in self.wanted:
                 refused = self.unreadable or self.found.refused.get(s.stem)
-                session = StepChild(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
-                                      refused=refused, hide=self.hide)
-                self.children[s.stem] = session
-                session.start()
+                child = StepChild(s, self.files.get(s.stem), self.limits, self.budget, self.mode,
+                                  refused=refused, hide=self.hide)
+                self.children[s.stem] = child
+                child.start()
                 self.ready[s.stem].set()
-        except BaseException as exc:  # re-raised by result()
+        except BaseException as exc:  # re-raised by wait_started() and build_report()
             self.error = exc
         finally:
             for event in self.ready.values():
                 event.set()
 
     def wait_started(self, stem=None):
-        """Wait until the session of step `stem` (default: every step) has been started."""
+        """Wait until the child of step `stem` (default: every step) has been started."""
         if stem is None:
             self._starter.join()
         else:
@@ -171,36 +179,28 @@ class Job:
             self.closers[stem] = closer = threading.Thread(target=self.children[stem].close, daemon=True)
             closer.start()
 
-    def finish(self, error=None):
-        """Close every step's session (side by side, waiting for all), then build the report."""
+    def close_children(self):
+        """Close every step's child (side by side, waiting for all)."""
         self._starter.join()
         for stem in self.children:
             self.close_step(stem)
         for closer in self.closers.values():
             closer.join()
-        self.error = self.error or error
-        if self.error is None:
-            self.report = self._report()
-        self.done.set()
 
-    def _report(self):
-        step_results = []
-        for s in self.wanted:
-            session = self.children[s.stem]
-            checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
-            _tell_cell_errors(checks, session.cell_errors if session.source else [])
-            step_results.append(StepResult(
-                s, session.display if session.source else None, checks, self.skipped.get(s.stem, []),
-                session.printed(), session.cell_errors))
-        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors,
-                      list(self.found.notes))
-
-    def result(self):
-        """The Report, once finished; raises what stopped the grader (never the student's code)."""
-        self.done.wait()
+    def build_report(self):
+        """The Report; raises what stopped the grader (never the student's code)."""
         if self.error is not None:
             raise self.error
-        return self.report
+        step_results = []
+        for s in self.wanted:
+            child = self.children[s.stem]
+            checks = sorted(self.results.get(s.stem, []), key=lambda c: _number_key(c.number))
+            _tell_cell_errors(checks, child.cell_errors if child.source else [])
+            step_results.append(StepResult(
+                s, child.display if child.source else None, checks, self.skipped.get(s.stem, []),
+                child.printed(), child.cell_errors, self.shown.get(s.stem)))
+        return Report(self.submission, step_results, isolation_info(self.limits, self.mode), self.internal_errors,
+                      list(self.found.notes))
 
 
 # ------------------------------------------------------------------ pytest plugin
@@ -216,12 +216,11 @@ def one_math_thread():
         torch.set_num_threads(1)
 
 
-class GradingPlugin:
-    """Runs the collected checks once per job (one pytest session can grade many submissions),
-    hands each job's step children to the suites, and records each check's outcome."""
+class Recorder:
+    """The pytest plugin of the "run checks" stage: records each check's outcome (and each
+    example) in the job being graded. It never drives the run: `Suites.run_checks` does."""
 
-    def __init__(self, jobs):
-        self.jobs = jobs         # an iterable of started Jobs (it may block waiting for the next)
+    def __init__(self):
         self.job = None          # the one being graded
         self.collect_errors = []  # the suites' own errors (pytest's terminal report is off)
 
@@ -245,43 +244,25 @@ class GradingPlugin:
             # filtered and formatted for every failed check, --tb=no or not) only costs time
             item.repr_failure = _plain_failure
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session):
-        if session.testsfailed:
-            raise session.Interrupted(f"{session.testsfailed} error(s) while collecting the hidden suites")
-        one_math_thread()
-        for job in self.jobs:
-            self.job = job
-            try:
-                self.config.stash[STEP_CHILDREN] = job.children
-                items = [i for i in session.items if i.module.STEP in job.stems]
-                for i, item in enumerate(items):
-                    # the starter starts the steps in order: step 1 can be graded while the
-                    # zygote still prepares the torch steps' children
-                    job.wait_started(item.module.STEP)
-                    if NOTES in item.stash:       # left from the previous submission
-                        del item.stash[NOTES]
-                    nextitem = items[i + 1] if i + 1 < len(items) else None
-                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
-                    if nextitem is None or nextitem.module.STEP != item.module.STEP:
-                        job.close_step(item.module.STEP)
-            except BaseException as exc:
-                job.finish(exc)
-                if not isinstance(exc, Exception):
-                    raise
-            else:
-                job.finish()
-        return True
-
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
         report = outcome.get_result()
+        if item.get_closest_marker("example") is not None:
+            if call.when == "call":
+                self._record_example(item, call, report)
+            return
         marker = item.get_closest_marker("check")
         if marker is None:
             return
         if call.when == "call" or (call.when == "setup" and report.outcome != "passed"):
             self._record(item, call, report, marker.kwargs)
+
+    def _record_example(self, item, call, report):
+        if EXAMPLE in item.stash:
+            self.job.shown[item.module.STEP] = item.stash[EXAMPLE]
+        elif report.failed:         # the suite's own fault: the page goes without that picture
+            print(f"attention-kit: the example of {item.module.STEP} failed:\n{report.longrepr}", file=sys.__stderr__)
 
     def _record(self, item, call, report, spec):
         stem = item.module.STEP
@@ -356,73 +337,132 @@ def _number_key(number):
 
 
 # ------------------------------------------------------------------ grading
-def grade(submission, limits=None, steps=None, found=None):
-    """Grade a folder or single step file (or the files `found` already read from it). Returns a
-    Report; never raises for student code."""
-    job = Job(submission, limits, steps, found).start()
-    run_suites([job], job.wanted)
-    return job.result()
-
-
-SUITE_RUNS = 0    # pytest sessions started by this process (a warm grader starts one)
-
-
-def run_suites(jobs, wanted=contract.STEPS):
-    """One pytest session over the suites of `wanted`, grading each job in turn."""
-    global SUITE_RUNS
-    SUITE_RUNS += 1
-    plugin = GradingPlugin(jobs)
-    log = BoundedLog()
+def grade(submission, limits=None, steps=None, found=None, examples=False, suites=None):
+    """Grade a folder or single step file (or the files `found` already read from it); with
+    `examples`, also run the suites' feedback-page examples. `suites`: a warm `Suites` to run in
+    (a batch worker's), else one is opened for this submission. Returns a Report; never raises
+    for student code."""
+    job = Job(submission, limits, steps, found, examples)      # 1. discover
+    job.start_children()                                        # 2. start children
     try:
-        with contextlib.redirect_stdout(log), _no_plugin_autoload():
-            code = pytest.main(pytest_args(wanted), plugins=[plugin])
+        if suites is not None:                                  # 3. run checks
+            suites.run_checks(job)
+        else:
+            with Suites(job.wanted) as own:
+                own.run_checks(job)
     finally:
-        why = "\n".join(plugin.collect_errors + [log.getvalue()]).strip()
-        for job in [plugin.job] + (jobs if isinstance(jobs, list) else []):
-            if job is not None and not job.done.is_set():
-                job.finish(RuntimeError(f"the hidden suites did not run:\n{why}"))
-    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        # collection errors or the like: the grader itself is broken
-        raise RuntimeError(f"the hidden suites did not run (pytest exit {code}):\n{why}")
+        job.close_children()                                    # 4. close children
+    return job.build_report()                                   # 5. build the report
 
 
-class Grader:
-    """A warm grader for a batch worker: one pytest session, kept running in a thread, grades
-    submission after submission, so the suites are collected once per worker, not per student."""
+SUITE_RUNS = 0    # pytest sessions opened by this process (a warm grader opens one)
 
-    def __init__(self):
-        self.queue = queue.Queue()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-        self.error = None
 
-    def _serve(self):
+class Suites:
+    """The hidden suites of the `wanted` steps, collected once by pytest and held open, so that
+    one session grades one submission (`grade`) or a worker's whole batch (`Grader`).
+
+    The session is opened and closed here by hand, as `pytest.main` does (configure, session
+    start, collection ... session finish, unconfigure), but its run loop is ours: `run_checks`
+    runs one job's items in order and nothing else drives pytest."""
+
+    def __init__(self, wanted=contract.STEPS):
+        global SUITE_RUNS
+        SUITE_RUNS += 1
+        self.recorder, self.log, self.config, self.session = Recorder(), BoundedLog(), None, None
+        self.broken = None
         try:
-            run_suites(iter(self.queue.get, None))
+            with self._quiet():
+                self.config = _prepareconfig(pytest_args(wanted), plugins=[self.recorder])
+                self.config._do_configure()
+                self.session = pytest.Session.from_config(self.config)
+                self.config.hook.pytest_sessionstart(session=self.session)
+                self.config.hook.pytest_collection(session=self.session)
+        except BaseException:
+            self.close()
+            raise
+        if self.session.testsfailed or self.recorder.collect_errors:
+            why = self._why()
+            self.close()
+            raise RuntimeError(f"the hidden suites did not run: {self.session.testsfailed} error(s) while "
+                               f"collecting them:\n{why}")
+
+    def run_checks(self, job):
+        """Run the checks of the job's steps (and their examples, when asked) against its children."""
+        if self.broken is not None:
+            raise RuntimeError(f"the grader stopped: {self.broken!r}")
+        one_math_thread()
+        self.config.stash[STEP_CHILDREN] = job.children
+        self.recorder.job = job
+        items = [i for i in self.session.items if i.module.STEP in job.stems
+                 and (job.examples or i.get_closest_marker("example") is None)]
+        try:
+            with self._quiet():
+                for i, item in enumerate(items):
+                    # the starter starts the steps in order: step 1 can be graded while the
+                    # zygote still prepares the torch steps' children
+                    job.wait_started(item.module.STEP)
+                    for key in (NOTES, EXAMPLE):      # left from the previous submission
+                        if key in item.stash:
+                            del item.stash[key]
+                    nextitem = items[i + 1] if i + 1 < len(items) else None
+                    item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+                    if nextitem is None or nextitem.module.STEP != item.module.STEP:
+                        job.close_step(item.module.STEP)
         except BaseException as exc:
-            self.error = exc
-        while True:             # the session ended early: fail what is still queued
-            try:
-                job = self.queue.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job.finish(RuntimeError(f"the grader stopped: {self.error!r}"))
+            # pytest's fixtures may be left half torn down: this session grades nothing more
+            self.broken = exc
+            raise
+        finally:
+            self.recorder.job = None
 
     @property
     def alive(self):
-        return self.thread.is_alive()
-
-    def grade(self, submission, limits=None, steps=None, found=None):
-        if not self.alive:
-            raise RuntimeError(f"the grader stopped: {self.error!r}")
-        job = Job(submission, limits, steps, found).start()
-        self.queue.put(job)
-        return job.result()
+        return self.broken is None and self.config is not None
 
     def close(self):
-        self.queue.put(None)
-        self.thread.join()
+        if self.config is None:
+            return
+        with self._quiet():
+            try:
+                if self.session is not None:
+                    self.config.hook.pytest_sessionfinish(session=self.session, exitstatus=0)
+            finally:
+                self.config._ensure_unconfigure()
+                self.config = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _why(self):
+        return "\n".join(self.recorder.collect_errors + [self.log.getvalue()]).strip()
+
+    @contextlib.contextmanager
+    def _quiet(self):
+        """pytest's terminal output into a bounded log (shown only if the suites fail to run)."""
+        with contextlib.redirect_stdout(self.log), _no_plugin_autoload():
+            yield
+
+
+class Grader:
+    """A warm grader for a batch worker: the suites collected once and held open, grading
+    submission after submission (the stages of `grade`, in this process's one pytest session)."""
+
+    def __init__(self):
+        self.suites = Suites()
+
+    @property
+    def alive(self):
+        return self.suites.alive
+
+    def grade(self, submission, limits=None, steps=None, found=None, examples=False):
+        return grade(submission, limits, steps, found, examples, suites=self.suites)
+
+    def close(self):
+        self.suites.close()
 
 
 class BoundedLog(io.StringIO):

@@ -4,10 +4,10 @@ The page shows each step's score, every check with its message and the mistake i
 for steps 04 to 07, the expected attention weights of one example beside the student's and
 their difference, as inline SVG heatmaps (no JavaScript, no external file, no plotting library).
 
-The student's weights come from one extra call into their code, made exactly as the hidden
-suites make theirs: through a `StepChild` (the isolated child process) and the `Student`
-adapter. Nothing of the student's is imported or run here. The expected weights come from
-`solutions/` on the same seeded inputs.
+The examples come from the graded run itself: each attention suite has one `@example` function
+(checks.expect.show_example), which `grading.run.grade(..., examples=True)` runs in the step's
+own child right after its checks; the report carries it (StepResult.example). Nothing of the
+student's is imported or run here, and no child is started for the page.
 
 Every string that may hold something the student controls (messages quote their output and
 exception texts; file names) goes through `html.escape`.
@@ -18,133 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder import contract, i18n, safe_text
-from autograder.sandbox import isolation
+from autograder import i18n, safe_text
 from autograder.reference import misconceptions
-from autograder.checks.expect import Returned, Seq
-from autograder.checks.student import Student
 from autograder.i18n import _, translate
-from autograder.checks.inputs import randn, rounded
 from autograder.reports.gradescope_json import MAX_PRINTED
 from autograder.safe_text import clip
-from autograder.sandbox.limits import Budget, Limits
-from autograder.sandbox.problems import NotDefined, StudentProblem
-from autograder.sandbox.step_child import StepChild
 
-HEATMAP_STEPS = ("04_softmax", "05_weighted_sum", "06_multi_head", "07_full_module")
-T, D_MODEL, D_K, D_V, HEADS = 5, 12, 6, 4, 3       # the example: T queries and keys, 3 heads
 CELL = 26                                          # pixels per heatmap cell
 MIN_DIFF = 0.05                                    # the difference map's colour scale never goes below this
-
-
-# ------------------------------------------------------------------ one example per step
-def _example(stem):
-    """(what, request to the student, expected 2-D weights) for the step's example.
-
-    `request(student)` returns the student's weights for the same example (any shape: checked later).
-    """
-    key = ("html", stem)
-    if stem == "04_softmax":
-        from solutions import step04_softmax as ref
-        x = randn(key, (T, T + 2), scale=2.0)
-        return (_("softmax(x) for x of shape (5, 7)"),
-                lambda s: s.call("softmax", x), ref.softmax(x))
-    if stem == "05_weighted_sum":
-        from solutions import step05_weighted_sum as ref
-        X = randn(key + ("X",), (T, D_MODEL))
-        Ws = [randn(key + (n,), (D_MODEL, d), D_MODEL ** -0.5) for n, d in (("Q", D_K), ("K", D_K), ("V", D_V))]
-        return (_("the weights from self_attention(X, W_Q, W_K, W_V), X of shape (5, 12)"),
-                lambda s: _second(s.call("self_attention", X, *Ws)), ref.self_attention(X, *Ws)[1])
-    import torch
-    if stem == "06_multi_head":
-        from solutions import step06_multi_head as ref
-        x = randn(key + ("x",), (1, T, D_MODEL))
-        Ws = [randn(key + (n,), (D_MODEL, D_MODEL), D_MODEL ** -0.5) for n in ("Q", "K", "V", "O")]
-        with torch.no_grad():
-            w = ref.multi_head_attention(torch.from_numpy(x), *map(torch.from_numpy, Ws), HEADS)[1]
-        return (_("head 0 of the weights from multi_head_attention(x, W_Q, W_K, W_V, W_O, 3), x of shape (1, 5, 12)"),
-                lambda s: _head0(_second(s.call("multi_head_attention", x, *Ws, HEADS))), w.numpy()[0, 0])
-    return _module_example(key, "MultiHeadSelfAttention", {"d_model": D_MODEL, "num_heads": HEADS})
-
-
-def _module_example(key, cls, init):
-    """Step 7's example for one of the two modules (the weights of head 0)."""
-    import torch
-    from solutions import step07_full_module as ref
-    module = getattr(ref, cls)(**init).double()
-    # parameters exactly representable in float32: the student's module holds them exactly
-    params = {name: rounded(randn(key + (name,), tuple(p.shape), D_MODEL ** -0.5), "float32")[1]
-              for name, p in module.named_parameters()}
-    x = randn(key + ("x",), (1, T, D_MODEL))
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            p.copy_(torch.from_numpy(params[name]))
-        w = module(torch.from_numpy(x))[1].numpy()
-    args = ", ".join(str(v) for v in init.values())
-    call = f"{cls}({args}).forward(x)"
-    what = (_("head 0 of attn_weights from {call}, x of shape (1, 5, 12)", call=call) if w.ndim == 4
-            else _("attn_weights from {call}, x of shape (1, 5, 12)", call=call))
-    return (what,
-            lambda s: _head0(_second(s.module(cls, init, params, x)[0])), w[0, 0] if w.ndim == 4 else w[0])
-
-
-def _second(value):
-    if isinstance(value, Seq) and len(value.items) == 2:
-        return value.items[1]
-    raise ValueError(_("it did not return a pair (out, weights)"))
-
-
-def _head0(value):
-    """The first example's (and first head's) weights: (1, h, T, T) or (1, T, T) -> (T, T)."""
-    if isinstance(value, Returned) and value.array.ndim in (3, 4):
-        first = value.array[0, 0] if value.array.ndim == 4 else value.array[0]
-        return Returned(first, value.kind, value.type, value.dtype)
-    return value
-
-
-def attention_examples(report, submission, limits=None):
-    """{stem: (what, expected, got or None, problem or None)} for steps 04-07 that were graded.
-
-    One fresh child per step, under the same limits and isolation as grading.
-    """
-    from autograder.grading.run import find_step_files
-    limits = limits or Limits()
-    mode = isolation.choose_mode(limits.isolation)
-    if mode != "process":
-        isolation.protect_grader()      # as grading.grade does: also when called on its own
-    files = find_step_files(submission)
-    graded = {s.step.stem for s in report.steps}
-    out = {}
-    for stem in HEATMAP_STEPS:
-        if stem not in graded:
-            continue
-        what, request, expected = _example(stem)
-        if stem not in files:
-            continue                # the page says the file is missing, nothing to draw
-        session = StepChild(contract.STEP_BY_STEM[stem], files[stem], limits,
-                              Budget(4 * limits.call_seconds), mode, hide=(str(submission),))
-        try:
-            try:
-                got = request(Student(session))
-            except NotDefined:
-                if stem != "07_full_module":
-                    raise
-                # a submission with the single-head module only still gets its picture
-                what, request, expected = _module_example(("html", stem), "SingleHeadSelfAttention",
-                                                          {"d_model": D_MODEL})
-                got = request(Student(session))
-            if not isinstance(got, Returned) or got.shape != expected.shape:
-                shape = got.shape if isinstance(got, Returned) else type(got).__name__
-                raise ValueError(_("its weights have shape {shape}, expected {expected}",
-                                   shape=shape, expected=expected.shape))
-            out[stem] = (what, expected, got.array.astype(np.float64), None)
-        except StudentProblem as problem:
-            out[stem] = (what, expected, None, problem.student_message())
-        except (ValueError, TypeError) as problem:
-            out[stem] = (what, expected, None, str(problem))
-        finally:
-            session.close()
-    return out
 
 
 # ------------------------------------------------------------------ SVG heatmaps
@@ -239,7 +120,8 @@ def _mistake_box(mid, framework=None):
 
 
 def _maps(example):
-    what, expected, got, problem = example
+    """The example's heatmaps (checks.expect.Example): expected, the student's, their difference."""
+    what, expected, got, problem = example.what, example.expected, example.got, example.problem
     both = [a for a in (expected, got) if a is not None]
     top = min(1.0, max(float(np.max(a[np.isfinite(a)], initial=0.0)) for a in both)) or 1.0
     maps = [heatmap_svg(expected, _("expected"), top)]
@@ -260,7 +142,7 @@ def _maps(example):
             f'<div class="maps">{"".join(maps)}</div>')
 
 
-def render(report, examples, name):
+def render(report, name):
     """The page, as a string."""
     summary = "".join(
         f'<tr><td>{s.step.number}</td><td>{_e(s.step.shown_title)}</td><td>{_e(s.file or _("(missing)"))}</td>'
@@ -274,7 +156,7 @@ def render(report, examples, name):
                             f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>'
                             f'<pre class="failed">{_e(message)}</pre></section>')
             continue
-        body = _maps(examples[s.step.stem]) if s.step.stem in examples else ""
+        body = _maps(s.example) if s.example is not None else ""
         if s.printed.strip():
             body += (f'<p class="note">{_e(_("What your code printed:"))}</p>'
                      f'<pre class="printed">{_e(clip(s.printed, MAX_PRINTED))}</pre>')
@@ -314,11 +196,11 @@ def _shown_name(submission):
     return path.stem if path.is_file() else path.name
 
 
-def write_html(report, submission, out_dir, limits=None):
-    """Write DIR/<submission name>.html and return its path."""
+def write_html(report, submission, out_dir):
+    """Write DIR/<submission name>.html for a report graded with `examples=True`; return its path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / page_name(submission)
-    page = render(report, attention_examples(report, submission, limits), _shown_name(submission))
+    page = render(report, _shown_name(submission))
     path.write_text(page, encoding="utf-8", errors="backslashreplace")   # a lone surrogate: escaped, not a failure
     return path
