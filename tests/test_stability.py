@@ -172,7 +172,7 @@ def test_step7_half_precision_large_scores(tmp_path, label):
     try:
         for dtype, key in zip(HALF, ("7.10 large", "7.11 large")):
             for cls in (suite.SINGLE, suite.MULTI):
-                outcome = _outcome(lambda: suite._expect_stable(student, cls, suite._init(cls), key, dtype,
+                outcome = _outcome(lambda: suite._expect_stable(student, None, cls, suite._init(cls), key, dtype,
                                                                 device="cpu", cast=dtype))
                 if label == "naive":
                     # step 7 names no misconception for it (softmax-unstable is a step 4-6 id)

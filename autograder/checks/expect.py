@@ -469,26 +469,3 @@ def expect_finite(got, what, hint):
         raise CheckFailed(_("{what}: {bad} of {n} values are NaN or infinite (first at index {index}). {hint}",
                             what=what, bad=int(bad.sum()), n=bad.size, index=first, hint=hint))
 
-
-def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=("out", "weights"), extra=None,
-                     level="composed"):
-    """Both outputs of an attention call match the reference (expected = (out, weights)).
-
-    mistakes: {id: (out, weights)} from variants; a mistake is named only when it explains both.
-    level: as in expect_close (an explicit (rtol, atol) for large scores, see tolerances.py).
-    """
-    expect_unchanged(out, what, _framework())      # told once, not for each output
-    problems = []
-    for got, exp, name in ((weights, expected[1], names[1]), (out, expected[0], names[0])):
-        try:
-            expect_close(got, exp, f"{what}: {name}", dtype, level=level)
-        except CheckFailed as failure:
-            problems.append(failure.message)
-    if not problems:
-        return
-    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
-    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
-             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-             and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
-    text = "\n".join(problems + ([extra] if extra else []))
-    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)

@@ -1,10 +1,10 @@
 """Hidden suite, step 4: softmax(x, axis=-1), numerically stable, any rank. 10 points."""
 import numpy as np
 
-from autograder.checks import complexity
+from autograder.checks import attention, complexity
 from autograder.reference import variants
-from autograder.checks.expect import (check, expect_array, expect_close, expect_dtype, expect_finite,
-                                      expect_shape, note, CheckFailed)
+from autograder.checks.expect import (check, example, expect_array, expect_close, expect_dtype, expect_finite,
+                                      expect_shape, fail, show_example, CheckFailed)
 from autograder.i18n import _
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import Remembering
@@ -29,12 +29,12 @@ def _wrong_axes(x, axis):
     return {"softmax-wrong-axis": [variants.softmax(x, a) for a in range(x.ndim) if a != axis]}
 
 
-def _expect_softmax(got, x64, what, dtype, axis=-1):
+def _expect_softmax(got, x64, what, dtype, axis=-1, level="op"):
     wrong = _wrong_axes(x64, axis)["softmax-wrong-axis"]
     # one id, several ways to be wrong: whichever wrong axis matches names it
     for candidate in wrong:
         try:
-            expect_close(got, ref.softmax(x64, axis=axis), what, dtype,
+            expect_close(got, ref.softmax(x64, axis=axis), what, dtype, level,
                          variants={"softmax-wrong-axis": candidate})
             return
         except CheckFailed as failure:
@@ -83,20 +83,20 @@ def test_properties(student):
     got, what = _softmax(student, x)
     p = got.array.astype(np.float64)
     if p.min() < 0 or p.max() > 1:
-        raise CheckFailed(_("{what}: values must lie in [0, 1]; found {low} .. {high}.",
-                            what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
-    sums = p.sum(axis=-1)
-    worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
-    if abs(sums[worst] - 1) > 1e-9:
+        fail(_("{what}: values must lie in [0, 1]; found {low} .. {high}.",
+               what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
+    index, total = attention.worst_row(p)
+    if abs(total - 1) > 1e-9:
+        wrong_axis = attention.sums_to_one_along(p, 0) or attention.sums_to_one_along(p, 1)
         raise CheckFailed(_("{what}: the weights along the last axis should sum to 1; the row at "
                             "{index} sums to {total}. "
                             "Did you divide by the sum over the right axis (with keepdims=True)?",
-                            what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.6g}"),
-                          ["softmax-wrong-axis"] if np.allclose(p.sum(axis=0), 1) or np.allclose(p.sum(axis=1), 1) else [])
+                            what=what, index=index, total=f"{total:.6g}"),
+                          ["softmax-wrong-axis"] if wrong_axis else [])
     shifted, _what = _softmax(student, x + 10.0)
     if not np.allclose(shifted.array, p, rtol=1e-9, atol=1e-12):
-        raise CheckFailed(_("softmax(x + 10) should equal softmax(x): adding the same number to every "
-                            "entry of a row cannot change the weights."))
+        fail(_("softmax(x + 10) should equal softmax(x): adding the same number to every "
+               "entry of a row cannot change the weights."))
 
 
 @check("4.6", points=1, kind="numbers")
@@ -109,24 +109,17 @@ def test_minus_infinity(student):
                                "row has a finite maximum."))
     expect_close(got, ref.softmax(x), what, "float64")
     if np.any(got.array[..., ::3] != 0):
-        raise CheckFailed(_("{what}: entries that were -inf must get weight exactly 0.", what=what))
+        fail(_("{what}: entries that were -inf must get weight exactly 0.", what=what))
 
 
-def _expect_stable(request, got, x64, what, dtype, x_low):
-    if not np.isfinite(got.array).all():
-        # on these inputs only a missing max-subtraction (overflow: inf / inf) or the whole array's max
-        # (underflow: 0 / 0) produces inf or nan: the NaNs' places say which
-        mistake = variants.unstable_softmax_mistake(got.array, x_low)
-        expect_close(got, ref.softmax(x64), what, dtype, variants={mistake: lambda: got.array})
-    try:
-        _expect_softmax(got, x64, what, dtype)
-    except CheckFailed as failure:
-        if not failure.misconceptions:
-            raise
-        # stable, but normalised the wrong way: the numbers checks already charge for that
-        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
-                        "that costs the numbers points, not these.",
-                        check="4.2", ids=", ".join(failure.misconceptions)))
+def _expect_stable(request, got, x64, what, dtype):
+    """Large scores x64 (in `dtype`): finite, and the values of 4.2 (a mistake named there is a note here)."""
+    attention.expect_stable(
+        request, got, what, dtype, x64, lambda level: _expect_softmax(got, x64, what, dtype, level=level), "4.2",
+        # the scores are this step's inputs, exact: no rounding grows with them, the op tolerance holds
+        level="op",
+        # NaN or inf: counted against the expected values, naming the unstable softmax that fits
+        nonfinite=lambda mistake: expect_close(got, ref.softmax(x64), what, dtype, variants={mistake: got.array}))
 
 
 @check("4.7", points=1, kind="stability")
@@ -134,7 +127,7 @@ def test_large_float64(student, request):
     """No overflow for scores around +-1000, float64"""
     x = randn((STEP, 7), SHAPE, scale=1000.0)
     got, what = _softmax(student, x)
-    _expect_stable(request, got, x, what, "float64", x)
+    _expect_stable(request, got, x, what, "float64")
 
 
 @check("4.8", points=1, kind="stability")
@@ -142,7 +135,7 @@ def test_large_float32(student, request):
     """No overflow for scores around +-100, float32 (exp overflows float32 above 88)"""
     x32, x64 = rounded(randn((STEP, 8), SHAPE, scale=100.0), "float32")
     got, what = _softmax(student, x32)
-    _expect_stable(request, got, x64, what, "float32", x32)
+    _expect_stable(request, got, x64, what, "float32")
 
 
 # ------------------------------------------------------------------ complexity and shortcuts
@@ -167,3 +160,11 @@ def test_no_library_softmax(student):
     complexity.expect_no_forbidden([student.measure(student.call_request("softmax", *args, **kwargs), what,
                                                     forbidden=names, count=False)
                                     for what, args, kwargs in calls], "softmax(x)", names)
+
+
+# ------------------------------------------------------------------ the feedback page's example (not a check)
+@example
+def test_example(student, request):
+    """softmax of one (5, 7) array, drawn as a heatmap beside the reference's"""
+    x = randn(("html", STEP), (attention.EXAMPLE_T, attention.EXAMPLE_T + 2), scale=2.0)
+    show_example(request, _("softmax(x) for x of shape (5, 7)"), ref.softmax(x), lambda: student.call("softmax", x))

@@ -1,15 +1,14 @@
 """Hidden suite, step 5: weighted_sum(weights, V) and self_attention(X, W_Q, W_K, W_V). 10 points."""
 import numpy as np
 
-from autograder.checks import complexity
+from autograder.checks import attention, complexity
 from autograder.reference import variants
-from autograder.checks.expect import (CheckFailed, check, expect_array, expect_close, expect_dtype,
-                                      expect_full_precision, expect_pair, expect_shape, note)
+from autograder.checks.expect import (CheckFailed, check, example, expect_array, expect_close, expect_dtype,
+                                      expect_full_precision, expect_shape, show_example)
 from autograder.i18n import _
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import Remembering
 from autograder.reference.misconceptions import describe
-from autograder.checks.tolerances import large_scores_tolerance
 from solutions import step05_weighted_sum
 
 ref = Remembering(step05_weighted_sum)     # the references' answers, remembered for the next submission
@@ -60,19 +59,18 @@ def _inputs(key, scale=1.0):
     return X, Ws
 
 
+ATTEND = "self_attention(X, W_Q, W_K, W_V)"
+
+
 def _attend(student, X, Ws):
-    what = "self_attention(X, W_Q, W_K, W_V)"
-    out, weights = expect_pair(student.call("self_attention", X, *Ws), what)
-    out = expect_array(out, _("{name} from {what}", name="out", what=what), "numpy")
-    weights = expect_array(weights, _("{name} from {what}", name="weights", what=what), "numpy")
-    expect_shape(out, X.shape[:-1] + (D_V,), "out")
-    expect_shape(weights, X.shape[:-1] + (T,), "weights")
-    return out, weights
+    """(out, weights) of the student's self_attention, two numpy arrays of the right shapes."""
+    return attention.expect_outputs(student.call("self_attention", X, *Ws), ATTEND, X.shape[:-1] + (D_V,),
+                                    X.shape[:-1] + (T,), "numpy", detect_swap=False, shape_labels=("out", "weights"),
+                                    labels=[_("{name} from {what}", name=n, what=ATTEND) for n in ("out", "weights")])
 
 
 def _expect_attention(out, weights, X64, Ws64, dtype, level="composed"):
-    Q, K, V = (X64 @ W for W in Ws64)
-    mistakes = variants.attention_mistakes(Q, K, V, D_K, d_model=D_MODEL)
+    mistakes = variants.attention_mistakes(*ref.project_qkv(X64, *Ws64), D_K, d_model=D_MODEL)
     exp_out, exp_w = ref.self_attention(X64, *Ws64)
     # weights first: a mistake shows most plainly there
     expect_close(weights, exp_w, "weights", dtype, level,
@@ -93,7 +91,7 @@ def test_self_attention_float64(student):
     out, weights = _attend(student, X, Ws)
     # float32 arrays inside a float64 run (K or V rounded) stay within the float64 tolerance, which
     # admits one float32 constant: the child's tracer sees them instead
-    expect_full_precision(student, student.call_request("self_attention", X, *Ws), "self_attention(X, W_Q, W_K, W_V)")
+    expect_full_precision(student, student.call_request("self_attention", X, *Ws), ATTEND)
     _expect_attention(out, weights, X, Ws, "float64")
 
 
@@ -120,21 +118,15 @@ def test_weights_are_distributions(student):
     w = weights.array.astype(np.float64)
     sums = w.sum(axis=-1)
     if w.min() < 0 or w.max() > 1 or not np.allclose(sums, 1, rtol=0, atol=1e-9):
-        wrong_axis = np.allclose(w.sum(axis=-2), 1, atol=1e-9)
+        wrong_axis = attention.sums_to_one_along(w, -2, atol=1e-9)
         raise CheckFailed(_("weights: each row (one query, all keys) must lie in [0, 1] and sum to 1; "
                             "row sums range from {low} to {high}.", low=f"{sums.min():.6g}", high=f"{sums.max():.6g}"),
                           ["softmax-wrong-axis"] if wrong_axis else [])
 
 
-def _scores(X64, Ws64):
-    """Q K^T / sqrt(d_k) on these inputs (float64)."""
-    Q, K = X64 @ Ws64[0], X64 @ Ws64[1]
-    return Q @ np.swapaxes(K, -1, -2) / np.sqrt(D_K)
-
-
-def _max_score(X64, Ws64):
-    """The largest |Q K^T / sqrt(d_k)| on these inputs (float64)."""
-    return float(np.abs(_scores(X64, Ws64)).max())
+def _nonfinite(dtype, mistake):
+    raise CheckFailed(_("self_attention gave NaN or inf for large inputs in {dtype}. {diagnosis}",
+                        dtype=dtype, diagnosis=describe([mistake])), [mistake])
 
 
 @check("5.7", points=1, kind="stability")
@@ -145,22 +137,10 @@ def test_large_inputs(student, request):
         (X_low, X64), pairs = rounded(X, dtype), [rounded(W, dtype) for W in Ws]
         W64 = [p[1] for p in pairs]
         out, weights = _attend(student, X_low, [p[0] for p in pairs])
-        if not (np.isfinite(out.array).all() and np.isfinite(weights.array).all()):
-            # on these inputs only a missing max-subtraction (overflow) or the whole array's max
-            # (underflow) gives inf or NaN: the NaNs' places in the weights say which
-            mistake = variants.unstable_softmax_mistake(weights.array, _scores(X64, W64).astype(dtype))
-            raise CheckFailed(_("self_attention gave NaN or inf for large inputs in {dtype}. {diagnosis}",
-                                dtype=dtype, diagnosis=describe([mistake])), [mistake])
-        try:
-            # the scores' own rounding grows with them: a tolerance that grows too (tolerances.py)
-            _expect_attention(out, weights, X64, W64, dtype, level=large_scores_tolerance(dtype, _max_score(X64, W64)))
-        except CheckFailed as failure:
-            if not failure.misconceptions:
-                raise
-            # a mistake the numbers checks already charge for: stable is all this check asks
-            note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
-                            "that costs the numbers points, not these.",
-                            check="5.4", ids=", ".join(failure.misconceptions)))
+        Q, K, _V = ref.project_qkv(X64, *W64)
+        attention.expect_stable(request, (out, weights), ATTEND, dtype, attention.scaled_scores(Q, K),
+                                lambda level: _expect_attention(out, weights, X64, W64, dtype, level=level), "5.4",
+                                nonfinite=lambda mistake: _nonfinite(dtype, mistake))
 
 
 # ------------------------------------------------------------------ complexity (counted, never timed)
@@ -185,3 +165,15 @@ def test_vectorised(student, request):
                                  "weighted_sum(weights, V)", misconception="broadcast-weighted-sum")
     complexity.expect_numpy_step(request, student, "self_attention", _attention_inputs, ref.self_attention,
                                  "self_attention(X, W_Q, W_K, W_V)")
+
+
+# ------------------------------------------------------------------ the feedback page's example (not a check)
+@example
+def test_example(student, request):
+    """self_attention's weights for one X (5, 12), drawn as a heatmap beside the reference's"""
+    key, d_model = ("html", STEP), attention.EXAMPLE_D_MODEL
+    X = randn(key + ("X",), (attention.EXAMPLE_T, d_model))
+    Ws = [randn(key + (n,), (d_model, d), d_model ** -0.5)
+          for n, d in (("Q", attention.EXAMPLE_D_K), ("K", attention.EXAMPLE_D_K), ("V", attention.EXAMPLE_D_V))]
+    show_example(request, _("the weights from self_attention(X, W_Q, W_K, W_V), X of shape (5, 12)"),
+                 ref.self_attention(X, *Ws)[1], lambda: attention.second_of_pair(student.call("self_attention", X, *Ws)))

@@ -9,15 +9,14 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import complexity, gradients
-from autograder.reference import misconceptions, variants
-from autograder.checks.expect import (check, compare, expect_array, expect_close, expect_dtype,
-                                      expect_finite, expect_attention, expect_full_precision, expect_pair,
-                                      expect_shape, gpu_usable, note, precision_lost, CheckFailed)
+from autograder.checks import attention, complexity, gradients
+from autograder.checks.attention import expect_attention
+from autograder.reference import variants
+from autograder.checks.expect import (check, example, expect_array, expect_close, expect_dtype, expect_full_precision,
+                                      expect_shape, fail, gpu_usable, precision_lost, show_example)
 from autograder.i18n import _
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import Remembering, remembered
-from autograder.checks.tolerances import large_scores_tolerance, tolerance
 from solutions import step06_multi_head
 
 ref = Remembering(step06_multi_head)     # the references' answers, remembered for the next submission
@@ -53,25 +52,21 @@ def _mistakes(x, Ws, h=H):
 
 
 # ------------------------------------------------------------------ calling the student
-def _tensor(value, what, device=None):
-    return expect_array(value, what, "torch", device=device)
-
-
 def _split(student, x, h, device=None):
     what = _("split_heads(x of shape {shape}, num_heads={h})", shape=x.shape, h=h)
-    got = _tensor(student.call("split_heads", x, h), what, device)
+    got = expect_array(student.call("split_heads", x, h), what, "torch", device=device)
     b, t, d = x.shape
     if got.shape == (b, t, h, d // h):
-        raise CheckFailed(_("{what} has shape {got}; expected {shape}. The head axis must come "
-                            "before the time axis: after the view to (B, T, h, head_dim), transpose(1, 2).",
-                            what=what, got=got.shape, shape=(b, h, t, d // h)))
+        fail(_("{what} has shape {got}; expected {shape}. The head axis must come "
+               "before the time axis: after the view to (B, T, h, head_dim), transpose(1, 2).",
+               what=what, got=got.shape, shape=(b, h, t, d // h)))
     expect_shape(got, (b, h, t, d // h), what)
     return got, what
 
 
 def _merge(student, x, device=None):
     what = _("merge_heads(x of shape {shape})", shape=x.shape)
-    got = _tensor(student.call("merge_heads", x), what, device)
+    got = expect_array(student.call("merge_heads", x), what, "torch", device=device)
     b, h, t, hd = x.shape
     expect_shape(got, (b, t, h * hd), what)
     return got, what
@@ -83,19 +78,8 @@ def _attention(student, x, Ws, h=H, device=None, value=None):
     what = f"multi_head_attention(x, W_Q, W_K, W_V, W_O, {h})"
     if value is None:
         value = student.call("multi_head_attention", x, *Ws, h)
-    out, w = expect_pair(value, what, ("out", "weights"))
-    out = _tensor(out, f"{what}: out", device)
-    w = _tensor(w, f"{what}: weights", device)
     b, t, d = x.shape
-    if out.shape == (b, h, t, t) and w.shape == (b, t, d):
-        raise CheckFailed(_("{what} returned ({second}, {first}): return them in the order ({first}, {second}).",
-                            what=what, first="out", second="weights"))
-    expect_shape(out, (b, t, d), f"{what}: out")
-    if w.shape == (b, t, t):
-        raise CheckFailed(_("{what}: {name} has shape {got}; expected {shape}. Return every head's "
-                            "weights, (B, num_heads, T, T), not their average over the heads.",
-                            what=what, name="weights", got=w.shape, shape=(b, h, t, t)))
-    expect_shape(w, (b, h, t, t), f"{what}: weights")
+    out, w = attention.expect_outputs(value, what, (b, t, d), (b, h, t, t), "torch", device=device, heads=True)
     return out, w, what
 
 
@@ -105,31 +89,10 @@ def _expect_moved(got, expected, what, mistake, variant):
         return
     expect_close(got, expected, what, "float64", variants={mistake: variant})   # far off: says where, names the mistake
     worst = float(np.max(np.abs(got.array - expected)))
-    raise CheckFailed(_("{what}: the values are close to the expected ones but not identical (largest difference "
-                        "{worst}). Splitting or merging heads only rearranges numbers (view/reshape and "
-                        "transpose), so each value should come out exactly as it went in.",
-                        what=what, worst=f"{worst:.3g}"))
-
-
-def _expect_rows_sum_to_one(w, what, wrong_axis=None):
-    """Weights in [0, 1], each row summing to 1 within the rounding of the dtype they came in."""
-    tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)
-    p = w.array.astype(np.float64)
-    if p.min() < -tol or p.max() > 1 + tol:
-        raise CheckFailed(_("{what}: attention weights must lie in [0, 1]; found {low} .. {high}.",
-                            what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
-    sums = p.sum(axis=-1)
-    worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
-    if abs(sums[worst] - 1) > tol:
-        found = []
-        if wrong_axis is not None:
-            rtol, atol = tolerance("float64" if w.dtype == "float64" else "float32", "composed")
-            if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok:
-                found = ["softmax-wrong-axis"]
-        raise CheckFailed(_("{what}: each query's weights over the keys (the last axis) should sum to 1; "
-                            "the row at (batch, head, query) = {index} sums to {total}.",
-                            what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.10g}")
-                          + ("\n" + misconceptions.describe(found) if found else ""), found)
+    fail(_("{what}: the values are close to the expected ones but not identical (largest difference "
+           "{worst}). Splitting or merging heads only rearranges numbers (view/reshape and "
+           "transpose), so each value should come out exactly as it went in.",
+           what=what, worst=f"{worst:.3g}"))
 
 
 # ------------------------------------------------------------------ graded checks
@@ -168,7 +131,7 @@ def test_numbers_float64(student, request):
     expect_dtype(request, out, "float64", f"{what}: out", "torch")
     expect_dtype(request, w, "float64", f"{what}: weights", "torch")
     expect_full_precision(student, student.call_request("multi_head_attention", x, *Ws, H), what)
-    expect_attention(out, w, _ref_attention(x, Ws), what, "float64", _mistakes(x, Ws))
+    expect_attention(out, w, _ref_attention(x, Ws), what, "float64", lambda: _mistakes(x, Ws))
 
 
 @check("6.5", points=1, kind="numbers")
@@ -180,7 +143,7 @@ def test_numbers_float32(student, request):
     expect_dtype(request, out, "float32", f"{what}: out", "torch")
     expect_dtype(request, w, "float32", f"{what}: weights", "torch")
     W64 = [p[1] for p in pairs]
-    expect_attention(out, w, _ref_attention(x64, W64), what, "float32", _mistakes(x64, W64))
+    expect_attention(out, w, _ref_attention(x64, W64), what, "float32", lambda: _mistakes(x64, W64))
 
 
 @check("6.6", points=1, kind="property")
@@ -189,67 +152,29 @@ def test_properties(student):
     x, Ws = _inputs("6.6")
     out, w, what = _attention(student, x, Ws)
     expect_full_precision(student, student.call_request("multi_head_attention", x, *Ws, H), what)
-    _expect_rows_sum_to_one(w, f"{what}: weights",
-                            wrong_axis=variants.multi_head(x, *Ws, H, mistake="softmax-wrong-axis")[1])
+    attention.expect_rows_sum_to_one(w, f"{what}: weights", index_words="batch, head, query",
+                                     wrong_axis=lambda: variants.multi_head(x, *Ws, H, mistake="softmax-wrong-axis")[1])
 
 
 def _scores(x64, W64, h=H):
     """The scaled scores (B, h, T, T) the reference computes on these inputs (float64)."""
-    q = variants.split_heads(x64 @ W64[0], h)
-    k = variants.split_heads(x64 @ W64[1], h)
-    return q @ variants.swap_last(k) / math.sqrt(D // h)
-
-
-# exp() overflows above these: the largest score a softmax without the max subtraction survives
-EXP_LIMIT = {"float64": 709, "float32": 88, "bfloat16": 88, "float16": 11}
+    return attention.scaled_scores(variants.split_heads(x64 @ W64[0], h), variants.split_heads(x64 @ W64[1], h))
 
 
 def _expect_stable(student, request, x, Ws, dtype, device=None, cast=None):
-    """Large scores in `dtype`: out and weights finite, values within a tolerance
-    that grows with the scores (tolerances.large_scores_tolerance). A missing max subtraction is
-    named when the plain exp() of these scores overflows in this dtype."""
+    """multi_head_attention on x, Ws (large scores) in `dtype` (on `device`, inputs cast to `cast`):
+    out and weights finite, values right (attention.expect_stable)."""
     pairs = [rounded(a, dtype) for a in [x] + Ws]
     low, exact = [p[0] for p in pairs], [p[1] for p in pairs]
     who = student if device is None else student.on(device, cast=cast)
     out, w, what = _attention(who, low[0], low[1:], device=device)
     what = _("{what} in {dtype}", what=what, dtype=dtype) if device is None else _(
         "{what} on {device} in {dtype}", what=what, device=device, dtype=dtype)
-    scores = _scores(exact[0], exact[1:])
-    if not (np.isfinite(w.array).all() and np.isfinite(out.array).all()):
-        # a softmax without the max subtraction overflows on these scores, in this dtype (inf / inf), one
-        # shifted by the whole array's maximum underflows (0 / 0), and only those give NaN or inf weights here:
-        # the NaNs' places say which
-        overflows = np.abs(scores).max() > EXP_LIMIT[dtype] and not np.isfinite(w.array).all()
-        mistake = variants.unstable_softmax_mistake(w.array, scores.astype(
-            dtype if dtype in ("float64", "float32") else "float32"))
-        found = [mistake] if overflows else []
-        if mistake == "softmax-global-max" and overflows:
-            hint = _("The scores here reach about {largest}; rows whose scores all lie far below the largest one "
-                     "get exp() = 0 everywhere once that one maximum is subtracted, and 0 / 0 is nan. torch.softmax, "
-                     "or subtracting each row's own maximum (amax(dim=-1, keepdim=True)), avoids that.",
-                     largest=f"{np.abs(scores).max():.0f}")
-        else:
-            hint = _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
-                     "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
-                     largest=f"{np.abs(scores).max():.0f}", limit=EXP_LIMIT[dtype], dtype=dtype)
-        for got, name in ((w, "weights"), (out, "out")):
-            try:
-                expect_finite(got, f"{what}: {name}", hint)
-            except CheckFailed as failure:
-                raise CheckFailed(failure.message + ("\n" + misconceptions.describe(found) if found else ""),
-                                  found) from None
     # half precision is too coarse to tell mistakes apart at these scores: the CPU checks name them
-    mistakes = _mistakes(exact[0], exact[1:]) if dtype in ("float64", "float32") else None
-    try:
-        expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype, mistakes,
-                         level=large_scores_tolerance(dtype, np.abs(scores).max()))
-    except CheckFailed as failure:
-        if not failure.misconceptions:
-            raise
-        # a mistake the numbers checks already charge for: stable is all this check asks
-        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
-                        "that costs the numbers points, not these.",
-                        check="6.4", ids=", ".join(failure.misconceptions)))
+    mistakes = (lambda: _mistakes(exact[0], exact[1:])) if dtype in ("float64", "float32") else None
+    attention.expect_stable(request, (out, w), what, dtype, _scores(exact[0], exact[1:]),
+                            lambda level: expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype,
+                                                           mistakes, level=level), "6.4")
 
 
 @check("6.7", points=1, kind="stability")
@@ -302,7 +227,7 @@ def _on_gpu(student, cuda, request, dtype, key):
     expect_dtype(request, out, dtype, f"{what}: out", "torch")
     expect_dtype(request, w, dtype, f"{what}: weights", "torch")
     # half precision: too coarse to tell mistakes apart, the CPU checks name them
-    mistakes = _mistakes(exact[0], exact[1:]) if dtype == "float32" else None
+    mistakes = (lambda: _mistakes(exact[0], exact[1:])) if dtype == "float32" else None
     expect_attention(out, w, _ref_attention(exact[0], exact[1:]), what, dtype, mistakes)
     return gpu, low, exact
 
@@ -386,3 +311,15 @@ def test_no_library_attention(student):
     measured = [student.measure(student.call_request("multi_head_attention", a, *Bs, H), what, forbidden=names,
                                 count=False) for a, Bs in ((x, Ws), (x32, [p[0] for p in pairs]))]
     complexity.expect_no_forbidden(measured, what, names)
+
+
+# ------------------------------------------------------------------ the feedback page's example (not a check)
+@example
+def test_example(student, request):
+    """Head 0 of multi_head_attention's weights for one x (1, 5, 12), drawn as a heatmap beside the reference's"""
+    key, d_model, h = ("html", STEP), attention.EXAMPLE_D_MODEL, attention.EXAMPLE_HEADS
+    x = randn(key + ("x",), (1, attention.EXAMPLE_T, d_model))
+    Ws = [randn(key + (n,), (d_model, d_model), d_model ** -0.5) for n in ("Q", "K", "V", "O")]
+    show_example(request, _("head 0 of the weights from multi_head_attention(x, W_Q, W_K, W_V, W_O, 3), "
+                            "x of shape (1, 5, 12)"), _ref_attention(x, Ws, h)[1][0, 0],
+                 lambda: attention.head_0(attention.second_of_pair(student.call("multi_head_attention", x, *Ws, h))))

@@ -15,21 +15,22 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import complexity, gradients
-from autograder.reference import misconceptions, variants
-from autograder.checks.expect import (check, compare, expect_array, expect_attention, expect_dtype,
-                                      expect_finite, expect_full_precision, expect_pair, expect_shape,
-                                      gpu_usable, precision_lost, note, CheckFailed)
+from autograder.checks import attention, complexity, gradients
+from autograder.checks.attention import expect_attention
+from autograder.reference import variants
+from autograder.checks.expect import (check, example, expect_dtype, expect_full_precision, fail, gpu_usable,
+                                      precision_lost)
 from autograder.i18n import _
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import remembered
-from autograder.checks.tolerances import large_scores_tolerance, tolerance
+from solutions import step05_weighted_sum
 from solutions import step07_full_module as ref
 
 STEP = "07_full_module"
 B, T, D, H = 2, 5, 12, 3
 SINGLE, MULTI = "SingleHeadSelfAttention", "MultiHeadSelfAttention"
 PROBE = "grader-probe.not-a-parameter"     # a name no module has: the child then skips forward()
+NAMES = ("out", "attn_weights")            # forward's two results
 
 
 def _init(cls, num_heads=H, bias=None):
@@ -94,7 +95,7 @@ def _mistakes(cls, init, params, x64):
     """{id: (out, attn_weights)}: the known mistakes applied to the same inputs and parameters."""
     if cls == SINGLE:
         (Wq, _), (Wk, _), (Wv, _) = (_linear(params, f"W_{n}") for n in "qkv")
-        Q, K, V = x64 @ Wq, x64 @ Wk, x64 @ Wv
+        Q, K, V = step05_weighted_sum.project_qkv(x64, Wq, Wk, Wv)
         found = variants.attention_mistakes(Q, K, V, D)
         found["projection-swapped"] = variants.attend(V, K, Q, 1 / math.sqrt(D))
         return found
@@ -159,7 +160,7 @@ def _expect_structure(student, cls, init):
     _, shapes = student.module(cls, init, {PROBE: np.zeros(1)}, x)
     message = _structure_message(cls, init, shapes)
     if message:
-        raise CheckFailed(message)
+        fail(message)
 
 
 # ------------------------------------------------------------------ forward
@@ -169,21 +170,10 @@ def _forward(student, cls, init, params, x, dtype="float64", device=None, reply=
     what = f"{_call_text(cls, init)}.forward(x)"
     value, shapes = reply or student.module(cls, init, params, x, dtype=dtype)
     if value is None:
-        raise CheckFailed(_structure_message(cls, init, shapes)
-                          or _("{what}: the grader could not load its parameters into your module.", what=what))
-    out, w = expect_pair(value, what, ("out", "attn_weights"))
-    out = expect_array(out, f"{what}: out", "torch", device=device)
-    w = expect_array(w, f"{what}: attn_weights", "torch", device=device)
+        fail(_structure_message(cls, init, shapes)
+             or _("{what}: the grader could not load its parameters into your module.", what=what))
     wshape = (B, T, T) if cls == SINGLE else (B, init["num_heads"], T, T)
-    if out.shape == wshape and w.shape == (B, T, D):
-        raise CheckFailed(_("{what} returned ({second}, {first}): return them in the order ({first}, {second}).",
-                            what=what, first="out", second="attn_weights"))
-    expect_shape(out, (B, T, D), f"{what}: out")
-    if cls == MULTI and w.shape == (B, T, T):
-        raise CheckFailed(_("{what}: {name} has shape {got}; expected {shape}. Return every head's "
-                            "weights, (B, num_heads, T, T), not their average over the heads.",
-                            what=what, name="attn_weights", got=w.shape, shape=wshape))
-    expect_shape(w, wshape, f"{what}: attn_weights")
+    out, w = attention.expect_outputs(value, what, (B, T, D), wshape, "torch", NAMES, device=device, heads=cls == MULTI)
     return out, w, what, shapes
 
 
@@ -210,9 +200,9 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
     expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
     if dtype == "float64":
         expect_full_precision(who, who.module_request(cls, init, params, x_low, dtype=dtype), what)
-    mistakes = _mistakes(cls, init, params, x64) if with_mistakes else None
+    mistakes = (lambda: _mistakes(cls, init, params, x64)) if with_mistakes else None
     expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, mistakes,
-                     names=("out", "attn_weights"), extra=_extra_params_note(cls, init, shapes))
+                     names=NAMES, extra=_extra_params_note(cls, init, shapes))
 
 
 # ------------------------------------------------------------------ graded checks
@@ -267,22 +257,8 @@ def test_properties(student):
         params = _params("7.8", cls, init)
         _out, w, what, _shapes = _forward(student, cls, init, params, x)
         expect_full_precision(student, student.module_request(cls, init, params, x), what)
-        what += ": attn_weights"
-        p = w.array.astype(np.float64)
-        tol = {"float64": 1e-9, "float32": 1e-5}.get(w.dtype, 1e-2)   # the rounding of the dtype returned
-        if p.min() < -tol or p.max() > 1 + tol:
-            raise CheckFailed(_("{what}: attention weights must lie in [0, 1]; found {low} .. {high}.",
-                                what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
-        sums = p.sum(axis=-1)
-        worst = np.unravel_index(np.argmax(np.abs(sums - 1)), sums.shape)
-        if abs(sums[worst] - 1) > tol:
-            rtol, atol = tolerance("float64" if w.dtype == "float64" else "float32", "composed")
-            wrong_axis = _mistakes(cls, init, params, x)["softmax-wrong-axis"][1]
-            found = ["softmax-wrong-axis"] if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok else []
-            raise CheckFailed(_("{what}: each query's weights over the keys (the last axis) should sum to 1; "
-                                "the row at index {index} sums to {total}.",
-                                what=what, index=tuple(int(i) for i in worst), total=f"{sums[worst]:.10g}")
-                              + ("\n" + misconceptions.describe(found) if found else ""), found)
+        attention.expect_rows_sum_to_one(w, f"{what}: attn_weights",
+                                         wrong_axis=lambda: _mistakes(cls, init, params, x)["softmax-wrong-axis"][1])
 
 
 # ------------------------------------------------------------------ gradients
@@ -332,70 +308,34 @@ def test_cuda_float32(student, cuda, request):
 
 # x ~ N(0, 8^2): scores up to a few hundred, beyond exp()'s range in float16 (11) and bfloat16 (88)
 HALF_X_SCALE = 8.0
-EXP_LIMIT = {"float64": 709, "float32": 88, "bfloat16": 88, "float16": 11}
 
 
 def _scores(cls, init, params, x64):
     """The scaled scores the reference computes on these inputs (float64)."""
     if cls == SINGLE:
         Wq, Wk = _linear(params, "W_q")[0], _linear(params, "W_k")[0]      # no biases
-        return (x64 @ Wq) @ variants.swap_last(x64 @ Wk) / math.sqrt(D)
+        return attention.scaled_scores(x64 @ Wq, x64 @ Wk)
     h = init["num_heads"]
     (Wq, bq), (Wk, bk) = _linear(params, "q_proj"), _linear(params, "k_proj")
-    q = variants.split_heads(x64 @ Wq + (0 if bq is None else bq), h)
-    k = variants.split_heads(x64 @ Wk + (0 if bk is None else bk), h)
-    return q @ variants.swap_last(k) / math.sqrt(D // h)
+    return attention.scaled_scores(variants.split_heads(x64 @ Wq + (0 if bq is None else bq), h),
+                                   variants.split_heads(x64 @ Wk + (0 if bk is None else bk), h))
 
 
-def _max_score(cls, init, params, x64):
-    """The largest |scaled score| the reference computes on these inputs (float64)."""
-    return float(np.abs(_scores(cls, init, params, x64)).max())
-
-
-def _expect_stable(student, cls, init, key, dtype, device=None, cast=None, x_scale=HALF_X_SCALE, request=None):
-    """Large scores in `dtype` (on `device`): out and attn_weights finite, values within a tolerance
-    that grows with the scores (tolerances.large_scores_tolerance). On the CPU (float64, float32) a
-    softmax without its max subtraction (or shifted by the whole array's maximum) is named."""
+def _expect_stable(student, request, cls, init, key, dtype, device=None, cast=None, x_scale=HALF_X_SCALE):
+    """The module on large scores in `dtype` (on `device`, inputs cast to `cast`): out and attn_weights
+    finite, values right (attention.expect_stable). The unstable softmax is named on the CPU only."""
     x_low, x64 = rounded(randn((STEP, key, cls, "x"), (B, T, D), x_scale), dtype)
     params = _params(key, cls, init, dtype)
     who = student if device is None else student.on(device, cast=cast)
     out, w, what, _shapes = _forward(who, cls, init, params, x_low, dtype=dtype, device=device)
     what = _("{what} on {device} in {dtype}", what=what, device=device or "cpu", dtype=dtype)
-    scores = _scores(cls, init, params, x64)
-    largest = float(np.abs(scores).max())
-    found = []
-    if device is None and largest > EXP_LIMIT[dtype] and not np.isfinite(w.array).all():
-        found = [variants.unstable_softmax_mistake(w.array, scores.astype(dtype))]
-    for got, name in ((w, "attn_weights"), (out, "out")):
-        try:
-            expect_finite(got, f"{what}: {name}",
-                          _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
-                            "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
-                            largest=f"{largest:.0f}", limit=EXP_LIMIT[dtype], dtype=dtype))
-        except CheckFailed as failure:
-            raise CheckFailed(failure.message + ("\n" + misconceptions.describe(found) if found else ""),
-                              found) from None
-    if device is not None:
-        # half precision is too coarse to tell mistakes apart at these scores: the CPU checks name them
-        expect_attention(out, w, _reference(cls, init, params, x64), what, dtype, names=("out", "attn_weights"),
-                         level=large_scores_tolerance(dtype, largest))
-        return
-    expected, level = _reference(cls, init, params, x64), large_scores_tolerance(dtype, largest)
-    try:
-        expect_attention(out, w, expected, what, dtype, names=("out", "attn_weights"), level=level)
-        return
-    except CheckFailed:
-        pass      # wrong values: the known mistakes (computed only now) may name them
-    try:
-        expect_attention(out, w, expected, what, dtype, _mistakes(cls, init, params, x64),
-                         names=("out", "attn_weights"), level=level)
-    except CheckFailed as failure:
-        if not failure.misconceptions:
-            raise
-        # a mistake the numbers checks already charge for: stable is all this check asks
-        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
-                        "that costs the numbers points, not these.",
-                        check="7.2" if cls == SINGLE else "7.5", ids=", ".join(failure.misconceptions)))
+    # half precision is too coarse to tell mistakes apart at these scores: the CPU checks name them
+    mistakes = (lambda: _mistakes(cls, init, params, x64)) if device is None else None
+    attention.expect_stable(request, (out, w), what, dtype, _scores(cls, init, params, x64),
+                            lambda level: expect_attention(out, w, _reference(cls, init, params, x64), what, dtype,
+                                                           mistakes, NAMES, level=level),
+                            "7.2" if cls == SINGLE else "7.5", NAMES, name_unstable=device is None,
+                            global_max_hint=False)
 
 
 # x ~ N(0, 30^2): scaled scores in the thousands, beyond exp()'s range in float64 (709) and float32 (88)
@@ -407,7 +347,7 @@ def test_large_scores(student, request):
     """No overflow when scores reach the thousands, float64 and float32, both modules: out and attn_weights finite, values right"""
     for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
         for dtype in ("float64", "float32"):
-            _expect_stable(student, cls, init, "7.15", dtype, x_scale=LARGE_X_SCALE, request=request)
+            _expect_stable(student, request, cls, init, "7.15", dtype, x_scale=LARGE_X_SCALE)
 
 
 @check("7.10", points=0, kind="device")
@@ -416,7 +356,7 @@ def test_cuda_float16(student, cuda, request):
     with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.10", "float16", device=cuda, cast="float16", with_mistakes=False)
-            _expect_stable(student, cls, init, "7.10 large", "float16", device=cuda, cast="float16")
+            _expect_stable(student, request, cls, init, "7.10 large", "float16", device=cuda, cast="float16")
 
 
 @check("7.11", points=0, kind="device")
@@ -425,7 +365,7 @@ def test_cuda_bfloat16(student, cuda, request):
     with gpu_usable():
         for cls, init in ((SINGLE, _init(SINGLE)), (MULTI, _init(MULTI))):
             _numbers(student, request, cls, init, "7.11", "bfloat16", device=cuda, cast="bfloat16", with_mistakes=False)
-            _expect_stable(student, cls, init, "7.11 large", "bfloat16", device=cuda, cast="bfloat16")
+            _expect_stable(student, request, cls, init, "7.11 large", "bfloat16", device=cuda, cast="bfloat16")
 
 
 # ------------------------------------------------------------------ complexity and shortcuts
@@ -484,3 +424,29 @@ def test_no_library_attention(student):
         measured = student.measure(student.module_request(cls, init, _params("7.13", cls, init), x), what,
                                    forbidden=names, count=False)
         complexity.expect_no_forbidden([measured], what, names)
+
+
+# ------------------------------------------------------------------ the feedback page's example (not a check)
+def _example(student, cls, init):
+    """(what, expected weights (T, T), ask) for one module's example: head 0 of its attn_weights."""
+    key, d_model = ("html", STEP), attention.EXAMPLE_D_MODEL
+    # parameters exactly representable in float32: the student's module holds them exactly
+    params = {name: rounded(randn(key + (name,), shape, d_model ** -0.5), "float32")[1]
+              for name, shape in _expected_params(cls, init).items()}
+    x = randn(key + ("x",), (1, attention.EXAMPLE_T, d_model))
+    w = _reference(cls, init, params, x)[1]
+    call = f"{cls}({', '.join(str(v) for v in init.values())}).forward(x)"
+    what = (_("head 0 of attn_weights from {call}, x of shape (1, 5, 12)", call=call) if w.ndim == 4
+            else _("attn_weights from {call}, x of shape (1, 5, 12)", call=call))
+    return what, w[0, 0] if w.ndim == 4 else w[0], lambda: attention.head_0(attention.second_of_pair(
+        student.module(cls, init, params, x)[0]))
+
+
+@example
+def test_example(student, request):
+    """Head 0 of MultiHeadSelfAttention's weights for one x (1, 5, 12), drawn beside the reference's (the
+    single-head module's when the file defines only that one)"""
+    d_model = attention.EXAMPLE_D_MODEL
+    attention.show_first_defined(request, [_example(student, MULTI, {"d_model": d_model,
+                                                                      "num_heads": attention.EXAMPLE_HEADS}),
+                                           _example(student, SINGLE, {"d_model": d_model})])
