@@ -7,9 +7,12 @@ import pytest
 
 from autograder import contract
 from autograder.checks.student import Student
+from autograder.sandbox import protocol
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.problems import NotDefined, StudentCrashed, StudentRaised, StudentTimedOut
 from autograder.sandbox.step_child import StepChild
+# at collection: a test that grades a broken suite leaves that suite's conftest in sys.modules
+from conftest import ROOT, run_grader
 
 SOFTMAX = contract.step_for_stem("04_softmax")
 GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)\n"
@@ -30,6 +33,26 @@ def test_a_correct_call_round_trips(tmp_path):
     try:
         got = call(s, np.zeros((2, 3)))
         assert np.allclose(got.array, 1 / 3)
+    finally:
+        s.close()
+
+
+def test_the_child_runs_what_the_op_names_and_refuses_an_unknown_op(tmp_path):
+    """Requests come from sandbox.protocol with their "op": a grad target that carries a module's
+    keys but says "call" is differentiated as the function it names; no op, or an unknown one, is
+    refused as the grader's protocol error, never guessed from the other keys."""
+    s = session(tmp_path, "def softmax(x, axis=-1):\n    return (x * 2, x * 3)\n")
+    try:
+        x, cot = np.arange(3.0), [np.ones(3), np.ones(3)]
+        target = dict(protocol.function_target("softmax", {"x": x}), init={"kwargs": {}}, params={})
+        got = Student(s).grad(target, cot, target)
+        assert np.array_equal(got.grads["x"], np.full(3, 5.0)) and got.gradcheck["ok"]
+        bogus = protocol.call_request("softmax", [protocol.encode_value(x)], {})
+        for request in ({k: v for k, v in bogus.items() if k != "op"}, dict(bogus, op="nope"),
+                        protocol.grad_request(dict(target, op="nope"), cot, target)):
+            with pytest.raises(StudentRaised) as info:
+                s.request(request, "softmax(...)")
+            assert info.value.error["type"] == "GraderProtocolError"
     finally:
         s.close()
 
@@ -111,7 +134,6 @@ def test_the_child_runs_in_its_own_scratch_folder_and_session(tmp_path):
 
 
 def test_the_isolation_applied_is_recorded(tmp_path):
-    from conftest import ROOT, run_grader
     from autograder.sandbox import isolation
     code, out, results = run_grader(ROOT / "samples/lesson/04_softmax.py", tmp_path)
     info = results["extra_data"]["isolation"]
@@ -124,7 +146,6 @@ def test_the_isolation_applied_is_recorded(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="forcing each level needs root here")
 @pytest.mark.parametrize("level", ["uid", "userns", "process"])
 def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
-    from conftest import ROOT, run_grader
     code, out, results = run_grader(ROOT / "samples/unusual_style", tmp_path, "--isolation", level,
                                     "--steps", "04_softmax,07_full_module")
     assert code == 0, out
@@ -135,7 +156,6 @@ def test_every_isolation_level_grades_correct_code_fully(tmp_path, level):
                     reason="no namespaces here (run as root, or allow user namespaces)")
 def test_the_child_sees_no_copy_of_the_kit_anywhere(tmp_path):
     """Not just this checkout's folders: nothing outside the system's, Python's and its own."""
-    from conftest import ROOT
     import sys
     kit = [str(ROOT / name) for name in ("autograder", "solutions", "source", "tests", "samples")]
     # in /tmp the child may see its own folder and the way to the Python (a clone's .venv there)

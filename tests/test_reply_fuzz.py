@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import expect as checks, complexity, gradients
 from autograder.sandbox import protocol
-from autograder.sandbox.problems import BadReply
+from autograder.sandbox.limits import Limits
+from autograder.sandbox.problems import BadReply, StudentProblem, StudentRaised
 from autograder.child import wire
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -58,16 +58,17 @@ def _attach_bytes(rec, blob):
 @SETTINGS
 @given(RECORDS, st.binary(max_size=64))
 def test_decoding_a_value_gives_checked_data_or_bad_reply(rec, blob):
-    only_bad_reply(checks.checked, checks.decode, _attach_bytes(rec, blob))
+    only_bad_reply(protocol.checked, protocol.decode, _attach_bytes(rec, blob))
 
 
 @SETTINGS
 @given(RECORDS, st.binary(max_size=64))
 def test_decoding_gradients_and_measurements_gives_checked_data_or_bad_reply(rec, blob):
     rec = _attach_bytes(rec, blob)
-    only_bad_reply(checks.checked, gradients.decode_reply, rec, {"name": "f", "names": ["x"]})
-    only_bad_reply(checks.checked, gradients.decode_reply, rec, {"name": "M", "init": {}, "params": {"w": 1}})
-    only_bad_reply(checks.checked, complexity.decode_measurement, rec)
+    only_bad_reply(protocol.checked, protocol.decode_gradients, rec, {"op": "call", "name": "f", "names": ["x"]})
+    only_bad_reply(protocol.checked, protocol.decode_gradients, rec,
+                   {"op": "module", "name": "M", "init": {}, "params": {"w": 1}})
+    only_bad_reply(protocol.checked, protocol.decode_measurement, rec)
 
 
 @SETTINGS
@@ -80,6 +81,22 @@ def test_a_load_reply_is_checked_field_by_field(rec):
     assert all(isinstance(n, str) for n in reply["defined"])
     assert all(set(e) == {"type", "message", "traceback"} and all(isinstance(v, str) for v in e.values())
                for e in reply["cell_errors"])
+
+
+@SETTINGS
+@given(RECORDS)
+def test_an_answer_is_the_reply_itself_or_a_student_problem(rec):
+    """checked_answer: an "ok" reply comes back as it is; anything else is the student problem it
+    reports (a name not defined, memory, disk, a raised error with plain bounded fields) or a BadReply."""
+    try:
+        reply = protocol.checked_answer(rec, "f(...)", Limits(), "04_softmax.py", {"defined": [], "cell_errors": []})
+    except StudentRaised as problem:
+        assert set(problem.error) == {"type", "message", "traceback"}
+        assert all(isinstance(v, str) and len(v) <= 4000 for v in problem.error.values())
+        return
+    except StudentProblem:
+        return
+    assert reply is rec and rec.get("ok") is True and not rec.get("missing")
 
 
 @SETTINGS
@@ -107,7 +124,7 @@ def test_the_forged_shapes_of_the_issue_are_refused(shape):
     with pytest.raises(ValueError):
         wire.decode_array({"dtype": "float64", "shape": shape, "data": b"\0" * 8})
     with pytest.raises(BadReply):
-        checks.checked(checks.decode, {"t": "array", "dtype": "float64", "shape": shape, "data": b"\0" * 8})
+        protocol.checked(protocol.decode, {"t": "array", "dtype": "float64", "shape": shape, "data": b"\0" * 8})
 
 
 def test_a_frame_nested_past_the_parsers_depth_is_a_value_error():
@@ -120,5 +137,5 @@ def test_a_well_formed_reply_still_decodes():
     msg = wire.pack({"value": wire.encode(arr)})
     body, attached = struct.unpack(">II", msg[:8])
     reply = wire.unpack(msg[8:8 + body], msg[8 + body:])
-    got = checks.checked(checks.decode, reply["value"])
+    got = protocol.checked(protocol.decode, reply["value"])
     assert np.array_equal(got.array, arr) and json.dumps(got.shape)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from autograder.checks.expect import Opaque, Returned, Seq, decode
 from autograder.child import wire
 from autograder.sandbox.problems import BadReply
+from autograder.sandbox.protocol import Opaque, Returned, Seq, decode
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int64", "bool"])

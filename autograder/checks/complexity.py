@@ -1,8 +1,8 @@
 """Complexity and forbidden shortcuts, judged here in the grader from the child's counts.
 
 The student's code runs in its child with the meters of child/meters.py on (`Student.measure`);
-what comes back is plain counts, checked by `decode_measurement`. The rules, all by counts and
-never by the clock, so the same submission always gets the same result:
+what comes back is plain counts, checked by `sandbox.protocol.decode_measurement`. The rules, all by
+counts and never by the clock, so the same submission always gets the same result:
 
 - Vectorised: the lines of the student's own code that ran, the function calls made (numpy's
   Python code included) and the tensor operations must not grow with the sequence length T or
@@ -35,14 +35,13 @@ loop; that wins the complexity or api points only, never a numbers point.
 import functools
 import re
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.reference import misconceptions
 from autograder.checks.expect import CheckFailed, note
 from autograder.i18n import _
 from autograder.checks.memo import remembered
-from autograder.sandbox.problems import BadReply, StudentRaised
+from autograder.sandbox.problems import StudentRaised
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -53,54 +52,11 @@ FACTOR = 8                  # memory allowance: this many times the bytes of the
 SLACK = 256 << 10           # ... plus this much for Python's own objects (tracemalloc sees those too)
 FLOP_FACTOR = 2             # multiply-adds allowed, in multiples of the reference's
 METRICS = ("lines", "calls", "ops")
-MAX_COUNT = 10 ** 15
-MAX_NAMES = 20
 
 FORBIDDEN_FILE = Path(__file__).with_name("forbidden_apis.toml")
 # the steps whose suite has an api check: only these may list forbidden APIs
 API_STEPS = ("04_softmax", "06_multi_head", "07_full_module")
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
-
-
-# ------------------------------------------------------------------ what comes back
-@dataclass(frozen=True)
-class Measurement:
-    """One measured call of the student's code (see child/meters.py for what each count is)."""
-    ran: bool                 # False when a module's parameters did not fit: forward never ran
-    lines: int
-    calls: int
-    ops: int
-    flops: int
-    peak_bytes: int
-    forbidden: tuple          # dotted names of forbidden APIs called, in order
-    tampered: tuple           # what switched a meter off
-    errors: int               # the meters' own failures
-    downcasts: tuple = ()     # torch ops that turned float64 tensors into lower precision ("op: float64 -> float32")
-
-
-def _count(rec, key):
-    value = rec.get(key)
-    if type(value) is not int or not 0 <= value <= MAX_COUNT:
-        raise BadReply(_("malformed measurement"))
-    return value
-
-
-def _names(rec, key):
-    items = rec.get(key)
-    if not isinstance(items, list):
-        raise BadReply(_("malformed measurement"))
-    return tuple(str(n)[:200] for n in items[:MAX_NAMES])
-
-
-def decode_measurement(reply):
-    """A Measurement from the child's reply to a "measure" request; never trusts it."""
-    rec = reply.get("meters")
-    if not isinstance(rec, dict):
-        raise BadReply(_("malformed measurement"))
-    return Measurement(bool(rec.get("ran")), *(_count(rec, k) for k in ("lines", "calls", "ops", "flops",
-                                                                          "peak_bytes")),
-                       _names(rec, "forbidden"), _names(rec, "tampered"), _count(rec, "errors"),
-                       _names(rec, "downcasts") if "downcasts" in rec else ())
 
 
 # ------------------------------------------------------------------ forbidden APIs

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from autograder.reference import misconceptions
-from autograder.child import wire
 from autograder.i18n import _
-from autograder.sandbox.problems import BadReply, StudentProblem, StudentRaised
+from autograder.sandbox.problems import StudentProblem, StudentRaised
+from autograder.sandbox.protocol import Opaque, Returned, Seq
 from autograder.checks.tolerances import tolerance
 
 
@@ -107,87 +107,7 @@ def gpu_usable():
         raise
 
 
-# ------------------------------------------------------------------ decoded values
-@dataclass
-class Returned:
-    """An array the student's code returned, decoded and checked."""
-    array: np.ndarray        # values (bfloat16 arrives widened to float32)
-    kind: str                # "ndarray", "numpy-scalar" or "tensor"
-    type: str                # the Python type the student's code returned
-    dtype: str               # the dtype it had ("bfloat16" included)
-    device: str = None
-    requires_grad: bool = False
-    # the caller's arguments (positions, or "x" and parameter names for a module) the call that
-    # returned it changed in place, as the child reported them: every value check fails on it
-    mutated: tuple = ()
-
-    @property
-    def shape(self):
-        return tuple(self.array.shape)
-
-
-@dataclass
-class Seq:
-    type: str
-    items: list
-    length: int
-
-
-@dataclass
-class Opaque:
-    type: str
-    repr: str
-
-
-def decode(rec, depth=0):
-    """Turn a child's record into Returned / Seq / Opaque / a plain scalar. Never trusts it."""
-    if not isinstance(rec, dict) or depth > wire.MAX_DEPTH + 1:
-        raise BadReply(_("malformed value"))
-    t = rec.get("t")
-    if t == "scalar":
-        v = rec.get("value")
-        if v is None or type(v) in (bool, int, float):
-            return v
-        raise BadReply(_("malformed scalar"))
-    if t == "str":
-        return str(rec.get("value", ""))[:wire.MAX_TEXT]
-    if t == "array":
-        try:
-            arr = wire.decode_array(rec)
-        except (ValueError, TypeError) as exc:
-            raise BadReply(_("malformed array ({error})", error=exc)) from None
-        return Returned(arr, str(rec.get("kind"))[:40], str(rec.get("type"))[:200], str(rec.get("dtype")),
-                        None if rec.get("device") is None else str(rec.get("device"))[:40],
-                        bool(rec.get("requires_grad")))
-    if t == "seq":
-        items = rec.get("items")
-        if not isinstance(items, list):
-            raise BadReply(_("malformed sequence"))
-        return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
-                   _length(rec.get("length", len(items))))
-    if t == "opaque":
-        return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
-    raise BadReply(_("unknown value kind"))
-
-
-def _length(n):
-    if type(n) is not int or n < 0:
-        raise BadReply(_("malformed sequence"))
-    return n
-
-
-def checked(decoder, *args):
-    """Run a decoder on what the child sent: whatever a forged reply makes it raise (a field of the
-    wrong type, an absurd size) is a BadReply for this check, never an error of the grader."""
-    try:
-        return decoder(*args)
-    except BadReply:
-        raise
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
-            UnicodeError, MemoryError) as exc:
-        raise BadReply(_("malformed reply ({error})", error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
-
-
+# ------------------------------------------------------------------ decoded values (sandbox/protocol.py)
 def describe_value(v):
     """A short phrase for what came back, used in type errors."""
     if isinstance(v, Opaque) and v.repr.startswith(("array of dtype", "tensor of dtype")):

@@ -2,7 +2,7 @@
 
 The student's code runs forward and backward in its child process (runner.py, op "grad"), in
 float64, on the grader's inputs, with seeded cotangents for both outputs (out and the attention
-weights), so every path to the inputs and parameters is covered. What comes back is plain data:
+weights), so every path to the inputs and parameters is covered. What comes back is plain data, checked by sandbox/protocol.py:
 the forward values, one gradient per input and parameter (None where the graph never reached
 it), which inputs or parameters the code changed in place, and the verdict of a
 finite-difference gradient check (the test torch.autograd.gradcheck's fast mode makes) on a
@@ -15,102 +15,15 @@ grad, means the graph was cut (.detach(), .data, .item(), a numpy round trip, to
 e.g. a W_O never used, also leaves gradients missing, for another reason).
 """
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from autograder.reference import misconceptions
-from autograder.checks.expect import CheckFailed, compare, decode
-from autograder.child import wire
+from autograder.checks.expect import CheckFailed, compare
 from autograder.i18n import N_, _, translate
-from autograder.sandbox.problems import BadReply, StudentRaised
+from autograder.sandbox.problems import StudentRaised
+from autograder.sandbox.protocol import function_target, module_target  # noqa: F401  (the suites' grad targets)
 from autograder.checks.tolerances import tolerance
-
-MAX_NAMES = 100
-
-
-# ------------------------------------------------------------------ what is sent
-def function_target(name, inputs, extra=()):
-    """A request target: the student's function `name(*inputs, *extra)`, differentiated by `inputs`.
-
-    inputs: {argument name: float64 array}, in the function's argument order; extra: plain
-    further arguments (num_heads).
-    """
-    return {"name": name, "names": list(inputs), "inputs": [wire.encode_input(a) for a in inputs.values()],
-            "extra": [{"t": "scalar", "value": v} for v in extra]}
-
-
-def module_target(name, init, params, x):
-    """A request target: the student's module `name(**init)` holding `params` ({name: array}),
-    run on x; differentiated by x and every parameter."""
-    return {"name": name, "init": {"kwargs": {k: {"t": "scalar", "value": v} for k, v in init.items()}},
-            "params": {k: wire.encode_input(v) for k, v in params.items()}, "inputs": [wire.encode_input(x)]}
-
-
-# ------------------------------------------------------------------ what comes back
-@dataclass
-class Gradients:
-    """What `Student.grad` brings back, decoded and checked."""
-    value: object                                   # the forward's return value (decoded), None if params did not fit
-    params: dict = None                             # a module's {parameter: shape}
-    grads: dict = field(default_factory=dict)       # {name: float64 array, or None: not reached by the graph}
-    mutated: list = field(default_factory=list)     # inputs / parameters changed in place
-    frozen: list = field(default_factory=list)      # parameters with requires_grad=False
-    backward_error: dict = None                     # {"type", "message", "traceback"} when backward raised
-    gradcheck: dict = None                          # {"ok", "message", "inputs"} or {"ok": False, "error"}
-
-
-def _names(items, allowed):
-    if not isinstance(items, list):
-        raise BadReply(_("malformed list of names"))
-    return [str(n) for n in items[:MAX_NAMES] if str(n) in allowed]
-
-
-def _error(rec):
-    if rec is None:
-        return None
-    if not isinstance(rec, dict):
-        raise BadReply(_("malformed error reply"))
-    return {k: str(rec.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
-
-
-def _gradcheck(rec):
-    if rec is None:
-        return None
-    if not isinstance(rec, dict):
-        raise BadReply(_("malformed gradcheck reply"))
-    if rec.get("error") is not None:
-        return {"ok": False, "error": _error(rec["error"])}
-    inputs = rec.get("inputs") or []
-    return {"ok": rec.get("ok") is True, "message": str(rec.get("message", ""))[:300],
-            "inputs": [str(n)[:100] for n in inputs[:MAX_NAMES]] if isinstance(inputs, list) else []}
-
-
-def decode_reply(reply, target):
-    """Check and decode the child's reply to a "grad" request. Never trusts it."""
-    value = reply.get("value")
-    params = reply.get("params")
-    if params is not None and not isinstance(params, dict):
-        raise BadReply(_("malformed parameter list"))
-    if "init" in target and not isinstance(params, dict):
-        raise BadReply(_("malformed parameter list"))
-    if value is None:
-        return Gradients(None, params)
-    allowed = set(target.get("names") or ["x"]) | set(target.get("params") or {})
-    raw = reply.get("grads") or {}
-    if not isinstance(raw, dict):
-        raise BadReply(_("malformed gradients"))
-    grads = {}
-    for name, rec in list(raw.items())[:MAX_NAMES]:
-        if name not in allowed:
-            continue
-        try:
-            grads[name] = None if rec is None else wire.decode_array(rec).astype(np.float64)
-        except (ValueError, TypeError, AttributeError) as exc:
-            raise BadReply(_("malformed array ({error})", error=exc)) from None
-    return Gradients(decode(value), params, grads, _names(reply.get("mutated") or [], allowed),
-                     _names(reply.get("frozen") or [], allowed), _error(reply.get("backward_error")),
-                     _gradcheck(reply.get("gradcheck")))
 
 
 # torch's refusal when code turns a tensor that requires grad into numpy (.numpy(), np.asarray, np.exp(t), ...)

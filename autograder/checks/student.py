@@ -1,19 +1,17 @@
 """The `Student` adapter: how a hidden suite reaches the student's code, in its child process.
 
 Suites never talk to the child themselves: `student.call(...)`, `student.module(...)`,
-`student.grad(...)` and `student.measure(...)` build the request, send it through the step's
-session (sandbox.py) and decode the reply into checked plain data (checks.decode,
-gradients.decode_reply, complexity.decode_measurement). This module sits above checks,
-gradients and complexity, so none of them imports another in a circle.
+`student.grad(...)` and `student.measure(...)` have the request built (sandbox/protocol.py), send
+it through the step's child (sandbox.step_child.StepChild) and have the reply decoded into checked
+plain data (protocol.decode, decode_gradients, decode_measurement), which the expectations,
+gradients.py and complexity.py then judge.
 """
-import numpy as np
 import pytest
 
-from autograder.checks import complexity, gradients
-from autograder.checks.expect import Returned, Seq, checked, decode
-from autograder.child import wire
 from autograder.i18n import _
+from autograder.sandbox import protocol
 from autograder.sandbox.problems import BadReply
+from autograder.sandbox.protocol import Returned, Seq, checked, decode
 
 # the step children of the submission being graded, {stem: StepChild}: set by the grading
 # run (grading.py) before the suites' checks run, read by the `student` fixture (suites/conftest.py)
@@ -35,11 +33,7 @@ class Student:
         return Student(self.session, device, cast)
 
     def _encode(self, x):
-        if isinstance(x, np.ndarray):
-            return wire.encode_input(x, self.framework == "torch", self.device, self.cast)
-        if x is None or type(x) in (bool, int, float):
-            return {"t": "scalar", "value": x}
-        raise TypeError(f"the grader cannot send {type(x).__name__}")
+        return protocol.encode_value(x, self.framework == "torch", self.device, self.cast)
 
     def call(self, name, *args, **kwargs):
         """Call the student's function `name` and return what it returned, decoded."""
@@ -64,38 +58,36 @@ class Student:
     def grad(self, target, cotangents, small):
         """Run the student's code forward and backward in float64 (see gradients.py).
 
-        target, small: gradients.function_target(...) or gradients.module_target(...), the
+        target, small: protocol.function_target(...) or protocol.module_target(...), the
         second for torch.autograd.gradcheck; cotangents: one array per output.
-        Returns a gradients.Gradients (plain, checked data).
+        Returns a protocol.Gradients (plain, checked data).
         """
-        reply = self.session.request(
-            {"op": "grad", **target, "cotangents": [wire.encode_input(c) for c in cotangents], "small": small},
-            f"{target['name']}(...) and its backward pass")
-        return checked(gradients.decode_reply, reply, target)
+        reply = self.session.request(protocol.grad_request(target, cotangents, small),
+                                     f"{target['name']}(...) and its backward pass")
+        return checked(protocol.decode_gradients, reply, target)
 
     def call_request(self, name, *args, **kwargs):
         """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""
-        return {"op": "call", "name": name, "args": [self._encode(a) for a in args],
-                "kwargs": {k: self._encode(v) for k, v in kwargs.items()}}
+        return protocol.call_request(name, [self._encode(a) for a in args],
+                                     {k: self._encode(v) for k, v in kwargs.items()})
 
     def module_request(self, name, init, params, x, dtype="float64"):
         """The request that builds the student's module and runs forward (sent by `module`, or to `measure`)."""
-        return {"op": "module", "name": name, "init": {"kwargs": {k: self._encode(v) for k, v in init.items()}},
-                "params": {k: wire.encode_input(v) for k, v in params.items()},
-                "input": self._encode(x), "device": self.device, "dtype": dtype}
+        return protocol.module_request(name, {k: self._encode(v) for k, v in init.items()},
+                                       {k: protocol.encode_value(v) for k, v in params.items()},
+                                       self._encode(x), self.device, dtype)
 
     def measure(self, request, what, forbidden=(), count=True, precision=False):
         """Run a call_request / module_request with the child's meters on (child/meters.py).
 
         forbidden: dotted names of APIs to watch for; count=False watches for them only;
         precision: also watch a numpy step's arrays for float32 inside a float64 run (.downcasts).
-        Returns a complexity.Measurement (plain, checked counts); the value never comes back.
+        Returns a protocol.Measurement (plain, checked counts); the value never comes back.
         """
         # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
-        reply = self.session.request({"op": "measure", "request": request, "forbidden": list(forbidden),
-                                      "count": bool(count), "python_memory": self.framework == "numpy",
-                                      "precision": bool(precision)}, what)
-        return checked(complexity.decode_measurement, reply)
+        reply = self.session.request(protocol.measure_request(request, forbidden, count, self.framework == "numpy",
+                                                              precision), what)
+        return checked(protocol.decode_measurement, reply)
 
 
 def _mutated(reply, name):

@@ -5,15 +5,16 @@ with this file and wire.py copied beside it. It never sees the hidden suites, th
 the score: it receives inputs, calls the student's code, and sends back what came out, as plain
 data. Everything it sends is treated by the grader as untrusted.
 
-Requests (one JSON message each) and replies:
+Requests (one JSON message each, built by the grader's sandbox/protocol.py) and replies; every
+request names its operation in "op", and only "op" decides what runs:
   {"op": "load", "path", "display"}    -> {"ok", "defined", "cell_errors"}
   {"op": "call", "name", "args", "kwargs"}            -> {"ok", "value", "mutated"} | {"ok": false, "error"}
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
                                                       -> {"ok", "value", "params", "mutated"} | {"ok": false, "error"}
-  {"op": "grad", "name", "inputs", ..., "cotangents", "small"}   (see grad())
+  {"op": "grad", "target": {"op": "call" | "module", ...}, "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
   {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
-   "python_memory"}
+   "python_memory", "precision"}
                                                       -> {"ok", "meters", "params"}   (see measure())
 """
 import json
@@ -229,18 +230,25 @@ def _leaf(rec):
     return torch.from_numpy(wire.decode_array(rec)).to(torch.float64).requires_grad_(True)
 
 
+class ProtocolError(Exception):
+    """A request the runner does not know (only a grader of another version sends one)."""
+
+
 def _target(req):
     """The student's code as run(*tensors), and the float64 leaves it is differentiated by.
 
-    A function: {"name", "names", "inputs", "extra"}: leaves are the inputs, in order; `extra`
-    are further arguments (num_heads). A module: {"name", "init", "params", "inputs": [x]}:
-    leaves are "x" then the module's own parameters (leaves already), which run() swaps for the
-    tensors it is given (torch.func.functional_call) unless they are those parameters.
+    A function: {"op": "call", "name", "names", "inputs", "extra"}: leaves are the inputs, in
+    order; `extra` are further arguments (num_heads). A module: {"op": "module", "name", "init",
+    "params", "inputs": [x]}: leaves are "x" then the module's own parameters (leaves already),
+    which run() swaps for the tensors it is given (torch.func.functional_call) unless they are
+    those parameters.
     Returns (run, leaves {name: tensor}, module's {parameter: shape} or None); run is None when
     the module's parameters did not fit.
     """
+    if req.get("op") not in ("call", "module"):
+        raise ProtocolError(f"grad: unknown target {str(req.get('op'))[:40]!r}")
     import torch
-    if "init" not in req:
+    if req["op"] == "call":
         fn = _lookup(req["name"])
         leaves = {n: _leaf(r) for n, r in zip(req["names"], req["inputs"])}
         extra = [_to_value(r) for r in req.get("extra", [])]
@@ -343,17 +351,18 @@ def _backward(value, leaves, cotangent_recs):
 def grad(req):
     """Forward and backward through the student's code in float64, on the grader's inputs.
 
-    Request: a target (see _target), "cotangents" (one per output) and "small" (a target for
+    Request: "target" (see _target), "cotangents" (one per output) and "small" (a target for
     gradcheck). Reply: {"ok", "value", "params", "mutated", "frozen", "grads", "backward_error",
     "gradcheck"}; the outputs' requires_grad travels inside "value".
     """
-    run, leaves, shapes = _target(req)
+    target = req["target"]
+    run, leaves, shapes = _target(target)
     if run is None:
         return {"ok": True, "value": None, "params": shapes}
     # the student gets copies of the input leaves (a module keeps its own parameters): on a copy
     # an in-place change is legal for autograd, as on any activation inside a network, so it can
     # be seen and told, where torch would refuse it on the leaf itself
-    module = "init" in req
+    module = target["op"] == "module"
     args = {n: (t if module and n != "x" else t.clone()) for n, t in leaves.items()}
     before = {n: _fingerprint(t) for n, t in args.items()}
     value = run(*args.values())
@@ -399,18 +408,20 @@ def measure(req):
 _MEASURED = set()      # what has been measured (so warmed up) in this child
 
 
-HANDLERS = {"call": call, "module": module, "grad": grad, "measure": measure}
+HANDLERS = {"load": lambda req: load(req["path"], req["display"]), "call": call, "module": module,
+            "grad": grad, "measure": measure}
 
 
 def handle(req):
+    """The reply to one request: the handler its "op" names."""
     op = req.get("op")
-    if op == "load":
-        return load(req["path"], req["display"])
     if op not in HANDLERS:
         return {"ok": False, "error": {"type": "GraderProtocolError", "message": f"unknown op {op!r}",
                                        "traceback": ""}}
     try:
         return HANDLERS[op](req)
+    except ProtocolError as exc:
+        return {"ok": False, "error": {"type": "GraderProtocolError", "message": str(exc), "traceback": ""}}
     except NotDefined as exc:
         return {"ok": False, "missing": exc.args[0]}
     except BaseException as exc:  # SystemExit, KeyboardInterrupt, anything the student raises

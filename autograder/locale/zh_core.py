@@ -348,6 +348,11 @@ MESSAGES = {
     "{what}: each query's weights over the keys (the last axis) should sum to 1; the row at (batch, head, "
     "query) = {index} sums to {total}.":
         "{what}：每个查询在所有键（最后一个轴）上的权重之和应为 1；(batch, head, query) = {index} 那一行之和为 {total}。",
+    # the attention layer's masks (checks/attention.py)
+    "A query with no key to attend gets weights 0 (and output 0), never NaN.":
+        "没有任何键可以关注的查询，权重为 0（输出也为 0），绝不能是 NaN。",
+    "{what}: masked entries must get weight exactly 0: fill the masked scores with -inf before the softmax.":
+        "{what}：被掩码的位置的权重必须恰好为 0：在 softmax 之前把被掩码的分数填为 -inf。",
     "split_heads puts head i's columns i*hd .. (i+1)*hd-1 on the head axis (exact values, float64)":
         "split_heads 把第 i 个头的列 i*hd .. (i+1)*hd-1 放到头轴上（数值精确，float64）",
     "merge_heads undoes split_heads: (B, h, T, hd) -> (B, T, h*hd) (exact values, float64)":

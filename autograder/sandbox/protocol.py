@@ -1,15 +1,120 @@
-"""What crosses the boundary: every reply from the child checked before use.
+"""What crosses the boundary: every request to a child is built here, every reply checked here.
 
-Only a tampered child sends a malformed reply; whatever it sends becomes a BadReply, never an
-error of the grader.
+A request is one JSON object whose "op" names the operation; child/runner.py dispatches on that
+op and on nothing else. Arrays travel as wire records (child/wire.py).
+
+    load_request(path, display)      {"op": "load", "path", "display"}
+    call_request(name, args, kwargs) {"op": "call", "name", "args", "kwargs"}
+    module_request(name, init, params, x, device, dtype)
+                                     {"op": "module", "name", "init", "params", "input", "device", "dtype"}
+    grad_request(target, cotangents, small)
+                                     {"op": "grad", "target", "cotangents", "small"}: the targets are
+                                     function_target(...) {"op": "call", ...} or module_target(...)
+                                     {"op": "module", ...}, run in float64 and differentiated
+    measure_request(request, ...)    {"op": "measure", "request": a call or module request, "forbidden",
+                                     "count", "python_memory", "precision"}
+
+Every reply is untrusted (a tampered child can send anything): it becomes plain, bounded, checked
+data here, or a BadReply, never an error of the grader. `checked(decoder, ...)` runs any decoder
+under that rule. The decoded types: `Returned` (an array), `Seq`, `Opaque` and plain scalars for
+values (`decode`); `Gradients` for a grad reply; `Measurement` for a measure reply. A reply that
+reports an error becomes the student problem it is (`checked_answer`).
 """
-from autograder.sandbox.problems import BadReply
-from autograder.i18n import _
+from dataclasses import dataclass, field
 
+import numpy as np
+
+from autograder.child import wire
+from autograder.i18n import _
+from autograder.sandbox.problems import BadReply, NotDefined, StudentOverDisk, StudentOverMemory, StudentRaised
+
+
+# ------------------------------------------------------------------ requests
+def encode_value(x, as_tensor=False, device="cpu", cast=None):
+    """One argument as a wire record: a numpy array (as an ndarray, or a tensor on `device` cast
+    to `cast` when as_tensor), or a plain scalar (None, bool, int, float)."""
+    if isinstance(x, np.ndarray):
+        return wire.encode_input(x, as_tensor, device, cast)
+    if x is None or type(x) in (bool, int, float):
+        return {"t": "scalar", "value": x}
+    raise TypeError(f"the grader cannot send {type(x).__name__}")
+
+
+def _scalar(v):
+    return {"t": "scalar", "value": v}
+
+
+def load_request(path, display):
+    """Run the student's file at `path` (the child's copy); `display` names it in messages."""
+    return {"op": "load", "path": path, "display": display}
+
+
+def call_request(name, args, kwargs):
+    """Call the student's function `name(*args, **kwargs)`; args and kwargs already wire records."""
+    return {"op": "call", "name": name, "args": list(args), "kwargs": dict(kwargs)}
+
+
+def module_request(name, init, params, x, device, dtype):
+    """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
+
+    init: {keyword: wire record}; params: {parameter name: wire record}; x: a wire record;
+    the module is moved to `dtype` (a torch dtype name) and `device`."""
+    return {"op": "module", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
+            "input": x, "device": device, "dtype": dtype}
+
+
+def function_target(name, inputs, extra=()):
+    """A grad target: the student's function `name(*inputs, *extra)`, differentiated by `inputs`.
+
+    inputs: {argument name: float64 array}, in the function's argument order; extra: plain
+    further arguments (num_heads).
+    """
+    return {"op": "call", "name": name, "names": list(inputs),
+            "inputs": [wire.encode_input(a) for a in inputs.values()], "extra": [_scalar(v) for v in extra]}
+
+
+def module_target(name, init, params, x):
+    """A grad target: the student's module `name(**init)` holding `params` ({name: array}),
+    run on x; differentiated by x and every parameter."""
+    return {"op": "module", "name": name, "init": {"kwargs": {k: _scalar(v) for k, v in init.items()}},
+            "params": {k: wire.encode_input(v) for k, v in params.items()}, "inputs": [wire.encode_input(x)]}
+
+
+def grad_request(target, cotangents, small):
+    """Run `target` forward and backward in float64 with one cotangent array per output, and
+    torch's finite-difference test on the `small` target (see child/runner.py, grad)."""
+    return {"op": "grad", "target": target, "cotangents": [wire.encode_input(c) for c in cotangents],
+            "small": small}
+
+
+def measure_request(request, forbidden=(), count=True, python_memory=True, precision=False):
+    """Run a call or module request with the child's meters on (child/meters.py).
+
+    forbidden: dotted names of APIs to watch for; count=False watches for them only;
+    python_memory: tracemalloc's peak (the numpy steps); precision: watch for float32 inside a
+    float64 run."""
+    return {"op": "measure", "request": request, "forbidden": list(forbidden), "count": bool(count),
+            "python_memory": bool(python_memory), "precision": bool(precision)}
+
+
+# ------------------------------------------------------------------ replies: the rule
+def checked(decoder, *args):
+    """Run a decoder on what the child sent: whatever a forged reply makes it raise (a field of the
+    wrong type, an absurd size) is a BadReply for this check, never an error of the grader."""
+    try:
+        return decoder(*args)
+    except BadReply:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, RecursionError,
+            UnicodeError, MemoryError) as exc:
+        raise BadReply(_("malformed reply ({error})", error=f"{type(exc).__name__}: {str(exc)[:200]}")) from None
+
+
+# ------------------------------------------------------------------ replies: loading, errors
 MAX_NAMES = 500
 
 
-def _checked_error(err):
+def checked_error(err):
     """An error record as plain, bounded strings, whatever the child put in it."""
     return {k: str(err.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
 
@@ -28,4 +133,208 @@ def checked_load_reply(reply):
     if not all(isinstance(n, str) for n in defined) or not all(isinstance(e, dict) for e in errors):
         raise BadReply(_("malformed reply to loading the file"))
     return {"ok": True, "defined": [n[:100] for n in defined[:MAX_NAMES]],
-            "cell_errors": [_checked_error(e) for e in errors[:20]]}
+            "cell_errors": [checked_error(e) for e in errors[:20]]}
+
+
+def checked_answer(reply, what, limits, display, loaded):
+    """The reply to a call, module, grad or measure request, returned when it succeeded; otherwise
+    the student problem it reports: a name the file does not define, memory or disk over the
+    limits (`limits`, a sandbox.limits.Limits), or what the student's code raised.
+
+    what: the call, for messages; display: the step file's name; loaded: its checked load reply."""
+    if reply.get("missing"):
+        raise NotDefined(str(reply["missing"])[:100], display, loaded["defined"], loaded["cell_errors"])
+    if reply.get("ok") is not True:
+        err = reply.get("error")
+        if not isinstance(err, dict):
+            raise BadReply(_("malformed error reply"))
+        err = checked_error(err)
+        if err["type"] == "MemoryError" or (err["type"] == "OSError" and "[Errno 12]" in err["message"]):
+            raise StudentOverMemory(what, limits.memory_bytes)   # RLIMIT_DATA, or RLIMIT_AS for a mapping
+        if _disk_full(err):
+            raise StudentOverDisk(what, limits.disk_bytes)
+        raise StudentRaised(what, err)
+    return reply
+
+
+# ------------------------------------------------------------------ replies: values
+@dataclass
+class Returned:
+    """An array the student's code returned, decoded and checked."""
+    array: np.ndarray        # values (bfloat16 arrives widened to float32)
+    kind: str                # "ndarray", "numpy-scalar" or "tensor"
+    type: str                # the Python type the student's code returned
+    dtype: str               # the dtype it had ("bfloat16" included)
+    device: str = None
+    requires_grad: bool = False
+    # the caller's arguments (positions, or "x" and parameter names for a module) the call that
+    # returned it changed in place, as the child reported them: every value check fails on it
+    mutated: tuple = ()
+
+    @property
+    def shape(self):
+        return tuple(self.array.shape)
+
+
+@dataclass
+class Seq:
+    type: str
+    items: list
+    length: int
+
+
+@dataclass
+class Opaque:
+    type: str
+    repr: str
+
+
+def decode(rec, depth=0):
+    """Turn a child's record into Returned / Seq / Opaque / a plain scalar. Never trusts it."""
+    if not isinstance(rec, dict) or depth > wire.MAX_DEPTH + 1:
+        raise BadReply(_("malformed value"))
+    t = rec.get("t")
+    if t == "scalar":
+        v = rec.get("value")
+        if v is None or type(v) in (bool, int, float):
+            return v
+        raise BadReply(_("malformed scalar"))
+    if t == "str":
+        return str(rec.get("value", ""))[:wire.MAX_TEXT]
+    if t == "array":
+        try:
+            arr = wire.decode_array(rec)
+        except (ValueError, TypeError) as exc:
+            raise BadReply(_("malformed array ({error})", error=exc)) from None
+        return Returned(arr, str(rec.get("kind"))[:40], str(rec.get("type"))[:200], str(rec.get("dtype")),
+                        None if rec.get("device") is None else str(rec.get("device"))[:40],
+                        bool(rec.get("requires_grad")))
+    if t == "seq":
+        items = rec.get("items")
+        if not isinstance(items, list):
+            raise BadReply(_("malformed sequence"))
+        return Seq(str(rec.get("type"))[:200], [decode(i, depth + 1) for i in items[:wire.MAX_ITEMS]],
+                   _length(rec.get("length", len(items))))
+    if t == "opaque":
+        return Opaque(str(rec.get("type"))[:200], str(rec.get("repr"))[:wire.MAX_TEXT])
+    raise BadReply(_("unknown value kind"))
+
+
+def _length(n):
+    if type(n) is not int or n < 0:
+        raise BadReply(_("malformed sequence"))
+    return n
+
+
+# ------------------------------------------------------------------ replies: gradients
+GRAD_MAX_NAMES = 100
+
+
+@dataclass
+class Gradients:
+    """What `Student.grad` brings back, decoded and checked."""
+    value: object                                   # the forward's return value (decoded), None if params did not fit
+    params: dict = None                             # a module's {parameter: shape}
+    grads: dict = field(default_factory=dict)       # {name: float64 array, or None: not reached by the graph}
+    mutated: list = field(default_factory=list)     # inputs / parameters changed in place
+    frozen: list = field(default_factory=list)      # parameters with requires_grad=False
+    backward_error: dict = None                     # {"type", "message", "traceback"} when backward raised
+    gradcheck: dict = None                          # {"ok", "message", "inputs"} or {"ok": False, "error"}
+
+
+def _grad_names(items, allowed):
+    if not isinstance(items, list):
+        raise BadReply(_("malformed list of names"))
+    return [str(n) for n in items[:GRAD_MAX_NAMES] if str(n) in allowed]
+
+
+def _error(rec):
+    if rec is None:
+        return None
+    if not isinstance(rec, dict):
+        raise BadReply(_("malformed error reply"))
+    return {k: str(rec.get(k, ""))[:4000] for k in ("type", "message", "traceback")}
+
+
+def _gradcheck(rec):
+    if rec is None:
+        return None
+    if not isinstance(rec, dict):
+        raise BadReply(_("malformed gradcheck reply"))
+    if rec.get("error") is not None:
+        return {"ok": False, "error": _error(rec["error"])}
+    inputs = rec.get("inputs") or []
+    return {"ok": rec.get("ok") is True, "message": str(rec.get("message", ""))[:300],
+            "inputs": [str(n)[:100] for n in inputs[:GRAD_MAX_NAMES]] if isinstance(inputs, list) else []}
+
+
+def decode_gradients(reply, target):
+    """Check and decode the child's reply to a "grad" request on `target`. Never trusts it."""
+    value = reply.get("value")
+    params = reply.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise BadReply(_("malformed parameter list"))
+    if target["op"] == "module" and not isinstance(params, dict):
+        raise BadReply(_("malformed parameter list"))
+    if value is None:
+        return Gradients(None, params)
+    allowed = set(target.get("names") or ["x"]) | set(target.get("params") or {})
+    raw = reply.get("grads") or {}
+    if not isinstance(raw, dict):
+        raise BadReply(_("malformed gradients"))
+    grads = {}
+    for name, rec in list(raw.items())[:GRAD_MAX_NAMES]:
+        if name not in allowed:
+            continue
+        try:
+            grads[name] = None if rec is None else wire.decode_array(rec).astype(np.float64)
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise BadReply(_("malformed array ({error})", error=exc)) from None
+    return Gradients(decode(value), params, grads, _grad_names(reply.get("mutated") or [], allowed),
+                     _grad_names(reply.get("frozen") or [], allowed), _error(reply.get("backward_error")),
+                     _gradcheck(reply.get("gradcheck")))
+
+
+# ------------------------------------------------------------------ replies: measurements
+MAX_COUNT = 10 ** 15
+METER_MAX_NAMES = 20
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured call of the student's code (see child/meters.py for what each count is)."""
+    ran: bool                 # False when a module's parameters did not fit: forward never ran
+    lines: int
+    calls: int
+    ops: int
+    flops: int
+    peak_bytes: int
+    forbidden: tuple          # dotted names of forbidden APIs called, in order
+    tampered: tuple           # what switched a meter off
+    errors: int               # the meters' own failures
+    downcasts: tuple = ()     # torch ops that turned float64 tensors into lower precision ("op: float64 -> float32")
+
+
+def _count(rec, key):
+    value = rec.get(key)
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise BadReply(_("malformed measurement"))
+    return value
+
+
+def _meter_names(rec, key):
+    items = rec.get(key)
+    if not isinstance(items, list):
+        raise BadReply(_("malformed measurement"))
+    return tuple(str(n)[:200] for n in items[:METER_MAX_NAMES])
+
+
+def decode_measurement(reply):
+    """A Measurement from the child's reply to a "measure" request; never trusts it."""
+    rec = reply.get("meters")
+    if not isinstance(rec, dict):
+        raise BadReply(_("malformed measurement"))
+    return Measurement(bool(rec.get("ran")), *(_count(rec, k) for k in ("lines", "calls", "ops", "flops",
+                                                                          "peak_bytes")),
+                       _meter_names(rec, "forbidden"), _meter_names(rec, "tampered"), _count(rec, "errors"),
+                       _meter_names(rec, "downcasts") if "downcasts" in rec else ())

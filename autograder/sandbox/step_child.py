@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Budget, Limits
-from autograder.sandbox.problems import (BadReply, MissingStep, NotDefined, Refused, StudentOverDisk,
-                                         StudentOverMemory, StudentProblem, StudentRaised, StudentTimedOut)
+from autograder.sandbox import protocol
+from autograder.sandbox.problems import MissingStep, Refused, StudentProblem, StudentTimedOut
 from autograder.sandbox.process import Child
-from autograder.sandbox.protocol import _checked_error, _disk_full, checked_load_reply
 from autograder.i18n import _
 
 
@@ -83,7 +82,7 @@ class StepChild:
         seconds = self._seconds(what)
         self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
         self.pending_load = (what, time.monotonic() + seconds, seconds)
-        self.child.send({"op": "load", "path": self.child.student_copy, "display": self.display},
+        self.child.send(protocol.load_request(self.child.student_copy, self.display),
                         what, self.pending_load[1], seconds)
 
     def _ensure_child(self):
@@ -106,7 +105,7 @@ class StepChild:
                 self._spawn()
             what, deadline, seconds = self.pending_load
             self.pending_load = None
-            self.load_reply = checked_load_reply(self.child.receive(what, deadline, seconds))
+            self.load_reply = protocol.checked_load_reply(self.child.receive(what, deadline, seconds))
         except StudentProblem as problem:
             self.load_problem = problem
             self.pending_load = None
@@ -123,22 +122,11 @@ class StepChild:
             self.child = None
 
     def request(self, message, what):
+        """Send one request (built by sandbox.protocol) and return the child's successful reply;
+        a failure is raised as its StudentProblem."""
         child = self._ensure_child()
         reply = child.request(message, what, self._seconds(what))
-        if reply.get("missing"):
-            raise NotDefined(str(reply["missing"])[:100], self.display, self.load_reply["defined"],
-                             self.load_reply["cell_errors"])
-        if reply.get("ok") is not True:
-            err = reply.get("error")
-            if not isinstance(err, dict):
-                raise BadReply(_("malformed error reply"))
-            err = _checked_error(err)
-            if err["type"] == "MemoryError" or (err["type"] == "OSError" and "[Errno 12]" in err["message"]):
-                raise StudentOverMemory(what, self.limits.memory_bytes)   # RLIMIT_DATA, or RLIMIT_AS for a mapping
-            if _disk_full(err):
-                raise StudentOverDisk(what, self.limits.disk_bytes)
-            raise StudentRaised(what, err)
-        return reply
+        return protocol.checked_answer(reply, what, self.limits, self.display, self.load_reply)
 
     @property
     def cell_errors(self):
