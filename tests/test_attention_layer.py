@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from autograder.checks import attention
-from autograder.checks.expect import NOTES, CheckFailed, Returned, Seq
+from autograder.checks.expect import NOTES, CheckFailed
+from autograder.sandbox.protocol import Returned, Seq
 from autograder.reference import variants
 
 B, H, T_Q, T_K, D = 2, 3, 4, 6, 12

@@ -20,10 +20,11 @@ import functools
 
 import numpy as np
 
-from autograder.checks.expect import (CheckFailed, Returned, Seq, compare, expect_array, expect_close,
-                                      expect_finite, expect_pair, expect_shape, expect_unchanged, fail, note,
+from autograder.checks.expect import (CheckFailed, compare, expect_array, expect_close, expect_finite,
+                                      expect_pair, expect_shape, expect_unchanged, fail, note,
                                       show_example, _framework)
 from autograder.checks.tolerances import large_scores_tolerance, tolerance
+from autograder.sandbox.protocol import Returned, Seq
 from autograder.i18n import _
 from autograder.reference import variants
 from autograder.sandbox.problems import NotDefined
