@@ -101,8 +101,8 @@ MESSAGES = {
         "梯度无法经由它们流回。请让每一步都留在 torch 里。",
 
     # ---------------------------------------------------------------- stability messages
-    "self_attention gave NaN or inf for large inputs in {dtype}. {diagnosis}":
-        "对于 {dtype} 的大数值输入，self_attention 给出了 NaN 或 inf。{diagnosis}",
+    "self_attention gave NaN or inf for large inputs in {dtype}.":
+        "对于 {dtype} 的大数值输入，self_attention 给出了 NaN 或 inf。",
     "The largest scores here are about {largest}; exp() of more than {limit} overflows {dtype}. torch.softmax, "
     "or subtracting each row's maximum before exp(), avoids that.":
         "这里最大的分数约为 {largest}；在 {dtype} 中 exp() 的参数超过 {limit} 就会溢出。"
