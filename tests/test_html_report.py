@@ -183,3 +183,27 @@ def test_chinese_page_renders_in_headless_chromium(chinese_page, tmp_path):
     assert 'lang="zh-CN"' in dom.stdout
     svgs = re.findall(r"<svg.*?</svg>", dom.stdout, re.S)
     assert len(svgs) == 3 and all(s.count("<rect") >= 25 for s in svgs)
+
+
+def test_the_pages_examples_come_from_the_graded_run(tmp_path, monkeypatch):
+    """One child per step whether the page is asked for or not: the example runs in the graded
+    child (the suite's @example function, after its checks), and changes no check."""
+    from autograder.grading import run as grading
+    started = []
+    real_start = grading.StepChild.start
+
+    def counted(self):
+        started.append(self.step.stem)
+        return real_start(self)
+    monkeypatch.setattr(grading.StepChild, "start", counted)
+    step = tmp_path / "04_softmax.py"
+    step.write_text((ROOT / "samples/lesson/04_softmax.py").read_text())
+    plain = grading.grade(step)
+    shown = grading.grade(step, examples=True)
+    assert started == ["04_softmax", "04_softmax"]
+    assert ([(c.number, c.status, c.score, str(c.output)) for c in plain.steps[0].checks]
+            == [(c.number, c.status, c.score, str(c.output)) for c in shown.steps[0].checks])
+    example = shown.steps[0].example
+    assert plain.steps[0].example is None and example is not None and example.problem is None
+    assert example.got.shape == example.expected.shape == (5, 7)
+    np.testing.assert_allclose(example.got, example.expected, rtol=1e-12)
