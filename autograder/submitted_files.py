@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from autograder import contract
-from autograder.i18n import N_, _, translate
+from autograder.i18n import N_, _, render, translate
 
 MAX_FILE_BYTES = 8 << 20          # one step file (notebooks with outputs can be a few MB)
 MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
@@ -171,7 +171,7 @@ def find(submission):
                     found.refused[step.stem] = refusal(relative, st.st_mode)
         finally:
             os.close(dir_fd)
-    found.notes = sorted(notes)
+    found.notes = sorted(notes, key=lambda note: render(note, "en"))      # messages: in the order of their English
     total = sum(len(f.data) for f in found.files.values())
     if total > MAX_SUBMISSION_BYTES:
         raise Unreadable(_("The submission's step files take {size} MiB together, over the limit of {limit} MiB.",
@@ -195,4 +195,4 @@ def _take(found, step, relative, path, dir_fd):
     try:
         found.files[step.stem] = StepFile(relative, read_regular(path, relative, dir_fd=dir_fd))
     except Unreadable as exc:
-        found.refused[step.stem] = str(exc)
+        found.refused[step.stem] = exc.args[0]          # its message, unrendered (autograder/i18n.py)

@@ -216,23 +216,32 @@ def test_the_dask_path_gives_identical_results(klass, tmp_path):
         assert dask_r["score"] == local_r["score"]
 
 
-def test_grade_all_in_chinese_and_a_rerun_in_english_regrades(tmp_path):
-    """--lang reaches the workers (their results are in Chinese) and the parent's own messages (a
-    broken zip); the language is part of the fingerprint, so a rerun in English regrades."""
+def test_grade_all_in_chinese_then_in_english_writes_from_the_cache_without_regrading(tmp_path):
+    """--lang decides only how results.json is written: the results are kept as data (graded.json,
+    messages unrendered, diagnoses apart), so a rerun in English grades nothing again and writes
+    every message, diagnosis included, in English; the parent's own messages (a broken zip) follow."""
     root = tmp_path / "class"
     (root / "carol").mkdir(parents=True)
-    shutil.copy(ROOT / "samples" / "lesson" / "02_scores.py", root / "carol")
+    shutil.copy(ROOT / "samples" / "lesson" / "05_weighted_sum.py", root / "carol")   # scale-by-d-model
     (root / "broken.zip").write_bytes(b"PK\x03\x04 not really a zip")
     out = tmp_path / "out"
-    run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", "--lang", "zh", *LIMITS)
+    first = run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", "--lang", "zh", *LIMITS)
+    assert "1 graded, 0 unchanged, 1 errors" in first.stderr
     chinese, broken = batch_results(out, "carol"), batch_results(out, "broken")
     failed = [t for t in chinese["tests"] if t["status"] == "failed"]
     assert failed and all(re.search("[\u4e00-\u9fff]", t["output"]) for t in failed)
+    assert any("\n可能的原因：" in t["output"] for t in failed)          # a diagnosis, in Chinese
     assert "无法读取该 zip 文件" in broken["extra_data"]["error"]
-    run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", *LIMITS)
+    cached = (out / "carol" / "graded.json").read_bytes()
+    again = run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", *LIMITS)
+    assert "0 graded, 1 unchanged, 1 errors" in again.stderr            # carol was not graded again
+    assert (out / "carol" / "graded.json").read_bytes() == cached
     english = batch_results(out, "carol")
-    assert [(t["number"], t["score"]) for t in english["tests"]] == [(t["number"], t["score"]) for t in chinese["tests"]]
+    assert [(t["number"], t["score"], t["tags"]) for t in english["tests"]] == [
+        (t["number"], t["score"], t["tags"]) for t in chinese["tests"]]
     assert not any(re.search("[\u4e00-\u9fff]", t["output"]) for t in english["tests"])
+    assert any("\nLikely cause: " in t["output"] for t in english["tests"])
+    assert "could not be read" in batch_results(out, "broken")["extra_data"]["error"]
 
 
 def test_what_decides_a_grade_is_derived_from_the_imports():

@@ -63,7 +63,7 @@ def test_chinese_page_is_in_chinese(chinese_page):
         assert label in text, label
     # the named mistake's box: its id as it is, its explanation in Chinese
     with i18n.language("zh"):
-        diagnosis = i18n.translate(misconceptions.CATALOGUE["scale-by-d-model"].diagnosis)
+        diagnosis = str(i18n.translate(misconceptions.CATALOGUE["scale-by-d-model"].diagnosis))
     assert re.search("[\u4e00-\u9fff]", diagnosis)
     assert f"scale-by-d-model</b>: {escape(diagnosis)}" in text and "<i>提示：" in text
     assert text.count("<svg") == 3
@@ -80,6 +80,10 @@ def test_page_has_every_score_message_and_heatmap(lesson_page):
     for t in results["tests"]:
         assert f"<td>{t['number']}</td>" in text
     assert "scale-multiplied</b>: you multiplied the scores by sqrt(d_k)" in text
+    # the diagnosis in its box only: results.json writes message then diagnosis, the page the message
+    told = [t for t in results["tests"] if "misconception:scale-multiplied" in t["tags"]]
+    assert told and all("\nLikely cause: you multiplied the scores by sqrt(d_k)" in t["output"] for t in told)
+    assert "Likely cause" not in text
     # steps 04 to 07: expected, yours and the difference, each an inline SVG
     assert text.count("<svg") == 4 * 3
     # self-contained: no script, no external file

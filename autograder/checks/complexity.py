@@ -37,8 +37,7 @@ import re
 import sys
 from pathlib import Path
 
-from autograder.reference import misconceptions
-from autograder.checks.expect import CheckFailed, note
+from autograder.checks.expect import CheckFailed, fail, note
 from autograder.i18n import _
 from autograder.checks.memo import remembered
 from autograder.sandbox.problems import StudentRaised
@@ -55,7 +54,7 @@ METRICS = ("lines", "calls", "ops")
 
 FORBIDDEN_FILE = Path(__file__).with_name("forbidden_apis.toml")
 # the steps whose suite has an api check: only these may list forbidden APIs
-API_STEPS = ("04_softmax", "06_multi_head", "07_full_module")
+API_STEPS = ("04_softmax", "06_multi_head", "07_full_module", "03_grouped_query")
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 
@@ -96,10 +95,9 @@ def expect_no_forbidden(measurements, what, names):
     for m in measurements:
         called += [n for n in m.forbidden if n not in called]
     if called:
-        raise CheckFailed(_("{what} called {calls}, which this step asks you to write yourself "
-                            "(off-limits here: {listed}).", what=what, calls=", ".join(called),
-                            listed=", ".join(names)) + "\n" + misconceptions.describe(["forbidden-api"]),
-                          ["forbidden-api"])
+        fail(_("{what} called {calls}, which this step asks you to write yourself "
+               "(off-limits here: {listed}).", what=what, calls=", ".join(called), listed=", ".join(names)),
+             ["forbidden-api"])
 
 
 # ------------------------------------------------------------------ measured at all?
@@ -188,8 +186,7 @@ def expect_vectorised(request, measure, what, base, grow, heads="costs", optiona
         if axis == "h" and heads == "note":
             note(request, _growth_message(axis, what, sizes, did, heads))
             continue
-        raise CheckFailed(_growth_message(axis, what, sizes, did, heads) + "\n"
-                          + misconceptions.describe(["not-vectorized"]), ["not-vectorized"])
+        fail(_growth_message(axis, what, sizes, did, heads), ["not-vectorized"])
     return runs
 
 
@@ -218,7 +215,7 @@ def expect_memory(m, result_bytes, what, shapes, misconception=None):
              "the inputs and results built by broadcasting, such as (..., T, T, d)? A matrix product (@) "
              "never builds one.", what=what, shapes=shapes, ratio=round(m.peak_bytes / result_bytes),
              result=_size_text(result_bytes), factor=FACTOR)
-    raise CheckFailed(text + ("\n" + misconceptions.describe(found) if found else ""), found)
+    fail(text, found)
 
 
 def expect_flops(m, reference_flops, what):

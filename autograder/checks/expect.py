@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from autograder.reference import misconceptions
-from autograder.i18n import _
+from autograder import i18n
+from autograder.i18n import _, join
 from autograder.sandbox.problems import StudentProblem, StudentRaised
 from autograder.sandbox.protocol import Opaque, Returned, Seq
 from autograder.checks.tolerances import tolerance
@@ -24,7 +24,9 @@ def check(number, points, kind, name=None):
 
 
 class CheckFailed(Exception):
-    """A check failed; `message` is for the student, `misconceptions` are recognised mistake ids."""
+    """A check failed; `message` is for the student (a message, see autograder/i18n.py, without
+    any diagnosis), `misconceptions` the ids of the mistakes it recognised: a report writes each
+    one's diagnosis below the message, in its language and the step's library."""
 
     def __init__(self, message, misconceptions=()):
         super().__init__(message)
@@ -35,8 +37,15 @@ class CheckFailed(Exception):
 def fail(message, misconception_ids=()):
     """Fail the check with `message` and the misconceptions it recognised. Every suite and
     expectation fails through here, so how a diagnosis reaches the student is decided in one place."""
-    found = list(misconception_ids)
-    raise CheckFailed(message + ("\n" + misconceptions.describe(found) if found else ""), found)
+    raise CheckFailed(message, list(misconception_ids))
+
+
+def skip(message):
+    """Skip the check (no points, not a failure) with `message` as the reason: pytest.skip takes
+    only a str, so the message rides on its exception, rendered when a report writes it."""
+    exc = pytest.skip.Exception(i18n.render(message, "en"))
+    exc.message = message
+    raise exc
 
 
 def note(request, text):
@@ -61,11 +70,30 @@ class Example:
     reference's 2-D weights (T_q, T_k), `got` the student's (same shape, float64) or None, and then
     `problem`, why they could not be drawn (a message). `mask`: True where a key may be attended
     (None: everywhere), so a masked map can show the masked region."""
-    what: str
+    what: object
     expected: np.ndarray
     got: np.ndarray = None
-    problem: str = None
+    problem: object = None
     mask: np.ndarray = None
+
+    def to_data(self):
+        """JSON-safe: the arrays as nested lists (NaN and inf as Python's json writes them)."""
+        def array(a):
+            return None if a is None else np.asarray(a).tolist()
+        return {"what": i18n.to_data(self.what), "expected": array(self.expected), "got": array(self.got),
+                "problem": None if self.problem is None else i18n.to_data(self.problem), "mask": array(self.mask)}
+
+    @classmethod
+    def from_data(cls, d):
+        def array(a, dtype):
+            if a is None:
+                return None
+            out = np.asarray(a, dtype=dtype)
+            if out.ndim != 2:
+                raise ValueError("an example's weights are 2-D")
+            return out
+        return cls(i18n.from_data(d["what"]), array(d["expected"], np.float64), array(d["got"], np.float64),
+                   None if d["problem"] is None else i18n.from_data(d["problem"]), array(d["mask"], bool))
 
 
 EXAMPLE = pytest.StashKey[Example]()
@@ -102,7 +130,7 @@ def gpu_usable():
         message = str(exc.error.get("message", ""))
         if any(sign in message for sign in ("cudaGetDeviceCount", "CUDA driver initialization failed",
                                             "No CUDA GPUs are available")):
-            pytest.skip(_("a GPU is present, but CUDA could not start in the isolated process that runs "
+            skip(_("a GPU is present, but CUDA could not start in the isolated process that runs "
                           "the submission ({error})", error=message.splitlines()[0][:200]))
         raise
 
@@ -129,10 +157,10 @@ def inputs_changed(what, names, framework):
         return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, "
                  "`x.sub_(...)`, `x[...] = ...` or a write through .data). The caller, and autograd, may still "
                  "need the original values: compute new tensors instead (x = x / ..., not x /= ...).",
-                 what=what, names=", ".join(names))
+                 what=what, names=join(", ", names))
     return _("{what}: your code changed {names} in place (an in-place operation such as `x /= ...`, `x -= ...`, "
              "`x[...] = ...` or `out=x`). The caller may still need the original values: compute a new array "
-             "instead (x = x - ..., not x -= ...).", what=what, names=", ".join(names))
+             "instead (x = x - ..., not x -= ...).", what=what, names=join(", ", names))
 
 
 def expect_unchanged(value, what, framework):
@@ -239,7 +267,7 @@ def expect_shape(got, shape, what, variants=None):
     found = _diagnose(got, variants or {}, None)
     if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
         msg += _(" The last two axes look swapped.")
-    raise CheckFailed(msg + ("\n" + misconceptions.describe(found) if found else ""), found)
+    fail(msg, found)
 
 
 def expect_dtype(request, got, input_dtype, what, framework, numpy_scalar_ok=False):
@@ -377,9 +405,7 @@ def expect_close(got, expected, what, dtype, level="op", variants=None):
                 what=what, bad=cmp.n - cmp.n_close, n=cmp.n, share=f"{cmp.share_close:.0%}",
                 rtol=f"{rtol:g}", atol=f"{atol:g}", dtype=dtype, index=cmp.worst_index,
                 expected=f"{cmp.worst_expected:.{digits}g}", got=f"{cmp.worst_got:.{digits}g}")
-    if found:
-        msg += "\n" + misconceptions.describe(found)
-    raise CheckFailed(msg, found)
+    fail(msg, found)
 
 
 def expect_finite(got, what, hint):

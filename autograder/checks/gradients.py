@@ -18,9 +18,8 @@ import re
 
 import numpy as np
 
-from autograder.reference import misconceptions
-from autograder.checks.expect import CheckFailed, compare
-from autograder.i18n import N_, _, translate
+from autograder.checks.expect import compare, fail
+from autograder.i18n import N_, _, join, translate
 from autograder.sandbox.problems import StudentRaised
 from autograder.sandbox.protocol import function_target, module_target  # noqa: F401  (the suites' grad targets)
 from autograder.checks.tolerances import tolerance
@@ -38,12 +37,11 @@ def run_backward(student, target, cotangents, small, what):
     except StudentRaised as exc:
         if NUMPY_REFUSED not in str(exc.error.get("message", "")):
             raise
-        found = ["detached-graph"]
-        raise CheckFailed(_("{what} turns a tensor that requires grad into a numpy array, which torch refuses "
-                            "({error}): numpy values have no autograd history, so no gradient could flow back "
-                            "through them. Keep every step in torch.", what=what,
-                            error=str(exc.error.get("message", ""))[:200])
-                          + "\n" + misconceptions.describe(found), found) from None
+        refused = _("{what} turns a tensor that requires grad into a numpy array, which torch refuses "
+                    "({error}): numpy values have no autograd history, so no gradient could flow back "
+                    "through them. Keep every step in torch.", what=what,
+                    error=str(exc.error.get("message", ""))[:200])
+    fail(refused, ["detached-graph"])      # outside the except: the student's error is told, not chained
 
 
 # ------------------------------------------------------------------ the reference
@@ -142,7 +140,7 @@ def _state_problems(got, outputs, expected, what):
         problems.append(_("{what} changed {names} in place (an in-place operation such as `x /= ...`, "
                           "`x.mul_(...)` or `x[...] = ...`, or a write through .data). The caller, and autograd, "
                           "may still need the original values: compute new tensors instead.",
-                          what=what, names=", ".join(got.mutated)))
+                          what=what, names=join(", ", got.mutated)))
     if got.backward_error:
         err = got.backward_error
         text = _("Backpropagating through {what} raised {type}: {message}", what=what, type=err["type"],
@@ -154,12 +152,12 @@ def _state_problems(got, outputs, expected, what):
     if frozen:
         problems.append(_("{what}: {names} has requires_grad=False, so it gets no gradient and training would "
                           "never change it. Leave the parameters of nn.Linear trainable.",
-                          what=what, names=", ".join(frozen)))
+                          what=what, names=join(", ", frozen)))
     stopped = [name for name, ret, _exp in outputs if not ret.requires_grad]
     if stopped:
         problems.append(_("{what}: {outputs} does not require grad although every input does: the graph from "
                           "the inputs to it is cut. Did {hint} come between them?",
-                          what=what, outputs=", ".join(stopped), hint=translate(DETACH_HINT)))
+                          what=what, outputs=join(", ", stopped), hint=translate(DETACH_HINT)))
     return problems, stopped
 
 
@@ -184,11 +182,11 @@ def _missing_text(what, missing, forward_right):
     if forward_right:
         return _("{what}: no gradient flows back to {names}, though the expected gradient is not zero: "
                  "did {hint} cut the graph between them and the outputs?",
-                 what=what, names=", ".join(missing), hint=translate(DETACH_HINT))
+                 what=what, names=join(", ", missing), hint=translate(DETACH_HINT))
     # a wrong forward may simply not use it (e.g. no output projection): not necessarily a cut
     return _("{what}: no gradient flows back to {names}, though the expected gradient is not zero: "
              "does your forward use them at all? If it does, {hint} cuts the graph on the way.",
-             what=what, names=", ".join(missing), hint=translate(DETACH_HINT))
+             what=what, names=join(", ", missing), hint=translate(DETACH_HINT))
 
 
 def expect_gradients(got, outputs, expected, what, small, precision=None):
@@ -212,7 +210,7 @@ def expect_gradients(got, outputs, expected, what, small, precision=None):
     elif wrong:
         # every gradient of a wrong forward differs: their names say enough
         problems.append(_("{what}: the gradients w.r.t. {names} differ from the expected ones too.",
-                          what=what, names=", ".join(name for name, _text in wrong)))
+                          what=what, names=join(", ", [name for name, _text in wrong])))
     # after an in-place change, a failed backward, a cut graph or float32 arithmetic inside, gradcheck
     # only says the same again
     plain = not (got.mutated or got.backward_error or cut or precision)
@@ -237,4 +235,4 @@ def expect_gradients(got, outputs, expected, what, small, precision=None):
                           "graph may be cut ({hint}), or a custom autograd.Function's backward may be wrong.",
                           hint=translate(DETACH_HINT)))
     found = ["detached-graph"] if cut and forward_right else []
-    raise CheckFailed("\n".join(problems) + ("\n" + misconceptions.describe(found) if found else ""), found)
+    fail(join("\n", problems), found)

@@ -6,8 +6,9 @@ same questions. A warm batch worker answers each once: `remembered(fn)` is `fn`,
 bytes of its arguments, and returns a fresh copy of what it returned the first time.
 
 Only plain values are remembered: arguments made of arrays, tensors that do not require grad,
-numbers, strings and tuples or lists of them; results of the same kinds. Anything else (a
-module, a tensor in a graph) is passed through to `fn` every time.
+numbers, strings and tuples or lists of them; results of the same kinds, and messages (immutable,
+in no language yet: autograder/i18n.py). Anything else (a module, a tensor in a graph) is passed
+through to `fn` every time.
 """
 import functools
 import hashlib
@@ -15,6 +16,8 @@ import sys
 import types
 
 import numpy as np
+
+from autograder.i18n import Text
 
 MAX_ENTRIES = 4096       # a few MB: the suites ask a few hundred distinct questions
 
@@ -46,7 +49,7 @@ def _key(x):
 
 def _plain(x):
     """A copy of a result, or _Unkeyable for a result that is not plain data."""
-    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+    if x is None or isinstance(x, (bool, int, float, str, np.generic, Text)):
         return x
     if isinstance(x, np.ndarray):
         return x.copy()

@@ -12,10 +12,14 @@
 - Warm workers: each worker process grades many submissions, so pytest, the suites and the
   references load once; its step children fork from a zygote (zygote.py) that imported numpy and
   torch once. Isolation and limits per child are the same as for `grade`.
-- Resumable: each results file records a fingerprint of the submission's files and of the grader
-  (its code, suites, references and limits); a rerun skips a student whose fingerprint is
-  unchanged. Each result is written atomically as soon as it arrives, so an interruption loses
-  none that finished.
+- Results as data: a worker answers with the Report's data (grading/run.py `to_data()`: every
+  message unrendered, misconception ids apart); this process writes OUT/<key>/graded.json (that
+  data, reports/stored.py) and renders results.json from it in the language asked for.
+- Resumable: graded.json records a fingerprint of the submission's files and of the grader (its
+  code, suites, references and limits; not the language, which decides no grade); a rerun skips a
+  student whose fingerprint is unchanged and rewrites results.json from graded.json, in this
+  run's language. Each result is written atomically as soon as it arrives, so an interruption
+  loses none that finished.
 """
 import csv
 import hashlib
@@ -32,7 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
 from autograder import __version__, atomic, contract, i18n, submitted_files, safe_text
-from autograder.i18n import _
+from autograder.i18n import _, render
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
 STEP_FILE_NAMES = {name for s in contract.STEPS for name in s.files}
@@ -187,7 +191,7 @@ def _read_folder(folder):
     try:
         found = submitted_files.find(folder)
     except submitted_files.Unreadable as exc:
-        raise BadSubmission(str(exc)) from None
+        raise BadSubmission(_message(exc)) from None
     return Files({f.relative: f.data for f in found.files.values()}, found.refused, found.notes)
 
 
@@ -222,14 +226,15 @@ def _read_zip(path):
 _grader_hash = None
 # what decides a score or what results.json holds: derived, not listed (grading_files)
 GRADING_ROOTS = ("grading/run.py", "commands/batch.py")      # the run of one submission, from a folder or from plain data
-GRADING_DATA = ("suites", "child", "locale", "checks/forbidden_apis.toml")
+# not locale/: the translations decide no grade (results are kept as messages, rendered when written)
+GRADING_DATA = ("suites", "child", "checks/forbidden_apis.toml")
 
 
 def grading_files():
     """The kit's files that decide a grade: every module of the package that grading.py or
     batch.py (the worker's side) or a hidden suite imports, followed import by import through the
-    package, plus the suites, the child's code, the translations, the forbidden-API list and the
-    references. Derived from the code, so a new module is counted without anyone listing it."""
+    package, plus the suites, the child's code, the forbidden-API list and the references. Derived
+    from the code, so a new module is counted without anyone listing it."""
     import ast
     here = KIT_ROOT / "autograder"
     todo = [here / m for m in GRADING_ROOTS] + sorted((here / "suites").glob("*.py"))
@@ -265,13 +270,13 @@ def grading_files():
         target = here / name
         files |= set(target.rglob("*")) if target.is_dir() else {target}
     files |= set((KIT_ROOT / "solutions").rglob("*"))
-    return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ini", ".json", ".toml", ".po")
+    return sorted(p for p in files if p.is_file() and p.suffix in (".py", ".ini", ".json", ".toml")
                   and "__pycache__" not in p.parts)
 
 
 def grader_fingerprint(limits):
     """Hash of everything that decides a grade besides the student's files (grading_files: the
-    hidden suites, the references, the grading code, the translations) and the limits."""
+    hidden suites, the references, the grading code) and the limits."""
     global _grader_hash
     if _grader_hash is None:
         h = hashlib.sha256(__version__.encode())
@@ -281,9 +286,10 @@ def grader_fingerprint(limits):
     return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
 
 
-def fingerprint(files, limits, lang="en"):
-    # the language too: the results hold the messages, so a rerun in another language regrades
-    h = hashlib.sha256((grader_fingerprint(limits) + lang).encode())
+def fingerprint(files, limits):
+    """Hash of the submission's files and the grader (not the language: graded.json holds messages
+    unrendered, so another language is written from it without grading)."""
+    h = hashlib.sha256(grader_fingerprint(limits).encode())
     for name in sorted(files):
         h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     return h.hexdigest()
@@ -297,14 +303,11 @@ def results_path(out_dir, key):
 
 
 def previous_result(out_dir, sub, fp):
-    """The stored results when they were made for this student from the same files by the same
-    grader, else None."""
-    try:
-        data = json.loads(results_path(out_dir, sub.key).read_text(encoding="utf-8"))
-        stored = data.get("extra_data", {}).get("batch", {})
-        return data if stored.get("fingerprint") == fp and stored.get("student") == sub.student else None
-    except (OSError, ValueError, AttributeError):
-        return None
+    """The stored results (reports/stored.py's Stored) when they were made for this student from the
+    same files by the same grader, else None."""
+    from autograder.reports import stored
+    found = stored.read(results_path(out_dir, sub.key).parent)
+    return found if found is not None and found.fingerprint == fp and found.student == sub.student else None
 
 
 # ------------------------------------------------------------------ the task (runs in a worker)
@@ -326,12 +329,11 @@ def warm_up():
         _grader = grading.Grader()
 
 
-def grade_files(student, files, limits, lang="en"):
-    """Grade one submission given as {relative path: bytes}, its messages in `lang`; returns
-    Gradescope results (a dict). Runs in a worker process: local pool or Dask (the language
-    travels with each task, as a worker on another machine knows nothing of the command line)."""
-    from autograder.reports import gradescope_json as report
-    with _worker_lock, i18n.language(lang):
+def grade_data(student, files, limits):
+    """Grade one submission given as {relative path: bytes}; returns its Report as data
+    (`Report.to_data()`: JSON-safe, messages unrendered). Runs in a worker process, local pool or
+    Dask: what comes back is plain data, in no language (the client renders it)."""
+    with _worker_lock:
         warm_up()
         scratch = tempfile.mkdtemp(prefix="attention-kit-batch-")
         try:
@@ -345,17 +347,34 @@ def grade_files(student, files, limits, lang="en"):
             for stem, why in getattr(files, "refused", {}).items():     # refused where the files were read
                 if stem not in found.files:
                     found.refused[stem] = why
-            found.notes = sorted(set(found.notes) | set(getattr(files, "notes", [])))
-            return report.gradescope(_grader.grade(str(folder), limits, found=found))
+            found.notes = _merged_notes(found.notes, getattr(files, "notes", []))
+            return _grader.grade(str(folder), limits, found=found).to_data()
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _merged_notes(*lists):
+    """The file search's notes of both searches (where the files were read, and here), each once, in
+    the order of their English text."""
+    unique = {render(n, "en"): n for notes in lists for n in notes}
+    return [unique[k] for k in sorted(unique)]
+
+
+def grade_files(student, files, limits, lang="en"):
+    """Gradescope results (a dict) for one submission given as {relative path: bytes}, its messages
+    in `lang`: grade_data's answer rendered as grade-all writes it (scripts/results_snapshot.py)."""
+    from autograder.grading.run import Report
+    from autograder.reports import gradescope_json
+    data = grade_data(student, files, limits)
+    with i18n.language(lang):
+        return gradescope_json.gradescope(Report.from_data(json.loads(json.dumps(data))))
+
+
 def error_results(message):
-    """Results for a submission that could not be graded at all (it scores 0 and says why)."""
-    return {"score": 0, "output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-            "extra_data": {"max_score": sum(s.points for s in contract.STEPS), "grader": f"attention-kit {__version__}",
-                           "steps": {}, "error": message}}
+    """Results for a submission that could not be graded at all (it scores 0 and says why), in the
+    current language (reports/gradescope_json.py holds the one skeleton of a results file)."""
+    from autograder.reports import gradescope_json
+    return gradescope_json.error_results(message)
 
 
 # ------------------------------------------------------------------ executors: local pool or Dask
@@ -403,12 +422,15 @@ STEP_STEMS = [s.stem for s in contract.STEPS]
 
 def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
     """Grade every submission under `root` into `out_dir`/<key>/results.json (key: safe_name of
-    the student's name), the messages in `lang` (default: the current language); returns
+    the student's name), the messages in `lang` (default: the current language; graded.json beside
+    it keeps them unrendered, reports/stored.py); returns
     {student: (outcome, results)} where outcome is "graded", "skipped" or "error". Every entry
     under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
     the reason, in its results, the CSV's error column and the progress output), or it is a
     hidden entry, listed with the reason in the progress output and its summary."""
     from autograder.commands.progress import Progress
+    from autograder.grading.run import Report
+    from autograder.reports.stored import Stored
     lang = lang or i18n.get_language()
     subs, left_out = survey(root)
     if progress is None:
@@ -425,13 +447,15 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             files = read_files(sub.source)
             _store_code(out_dir, sub, files)
         except BadSubmission as exc:
-            outcomes[sub.student] = ("error", _store(out_dir, sub, None, error_results(str(exc))))
-            progress.update(sub.student, "error", reason=str(exc))
+            why = _message(exc)
+            outcomes[sub.student] = ("error", _store(out_dir, sub, Stored(sub.student, error=why), lang))
+            progress.update(sub.student, "error", reason=render(why, lang))
             continue
-        fp = fingerprint(files, limits, lang)
+        fp = fingerprint(files, limits)
         old = previous_result(out_dir, sub, fp)
         if old is not None:
-            outcomes[sub.student] = ("skipped", old)
+            # graded before, from the same files by the same grader: written again in this run's language
+            outcomes[sub.student] = ("skipped", _store(out_dir, sub, old, lang, cached=True))
             progress.update(sub.student, "skipped")
         else:
             todo.append((sub, files, fp))
@@ -440,23 +464,29 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
         try:
             for sub, files, fp in todo:
                 # the key, not the name, names the worker's scratch folder: always one safe component
-                pending[pool.submit(grade_files, sub.key, files, limits, lang)] = (sub, fp)
+                pending[pool.submit(grade_data, sub.key, files, limits)] = (sub, fp)
             for future in pool.as_completed(list(pending)):
                 sub, fp = pending.pop(future)
                 reason = None
                 try:
-                    results, outcome = future.result(), "graded"
+                    graded, outcome = Stored(sub.student, fp, Report.from_data(future.result())), "graded"
                 except Exception as exc:   # the grader failed on this one: record it, go on
                     reason = _("grading failed: {error}", error=f"{type(exc).__name__}: {exc}")
-                    results, outcome, fp = error_results(reason), "error", None
-                outcomes[sub.student] = (outcome, _store(out_dir, sub, fp, results))
+                    graded, outcome = Stored(sub.student, error=reason), "error"
+                results = _store(out_dir, sub, graded, lang)
+                outcomes[sub.student] = (outcome, results)
                 progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
-                                reason=reason)
+                                reason=None if reason is None else render(reason, lang))
         finally:
             pool.close()
     if csv_path:
         write_csv(csv_path, {s: r for s, (_, r) in sorted(outcomes.items())})
     return outcomes
+
+
+def _message(exc):
+    """The message an exception was raised with (a message stays one, unrendered)."""
+    return exc.args[0] if len(exc.args) == 1 else str(exc)
 
 
 def _store_code(out_dir, sub, files):
@@ -470,13 +500,22 @@ def _store_code(out_dir, sub, files):
               f"stored for the class report ({type(exc).__name__})", file=sys.stderr)
 
 
-def _store(out_dir, sub, fp, results):
-    """Write one student's results atomically; a result without a fingerprint is regraded next time.
-    extra_data.batch holds the student's exact name (the CSV shows it), the entry it came from and
-    its results folder."""
-    results.setdefault("extra_data", {})["batch"] = {"student": sub.student, "source": sub.source,
-                                                     "results": sub.key, "fingerprint": fp}
-    atomic.write_json(results_path(out_dir, sub.key), results)
+def _store(out_dir, sub, graded, lang, cached=False):
+    """Write one student's graded.json (unless `cached`: it is the one read back) and results.json,
+    rendered from it in `lang`, atomically; returns the results. A result without a fingerprint (it
+    could not be graded) is tried again next time. results.json's extra_data.batch holds the
+    student's exact name (the CSV shows it), the entry it came from and its results folder."""
+    from autograder.reports import stored
+    path = results_path(out_dir, sub.key)
+    if not cached:
+        stored.write(path.parent, graded)
+    with i18n.language(lang):
+        results = graded.results()
+    results["extra_data"]["batch"] = {"student": sub.student, "source": sub.source, "results": sub.key,
+                                      "fingerprint": graded.fingerprint}
+    text = json.dumps(results, indent=2) + "\n"
+    if not atomic.same_content(path, text.encode()):      # a rerun in the same language changes nothing
+        atomic.write_text(path, text)
     return results
 
 

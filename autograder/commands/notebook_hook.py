@@ -32,8 +32,8 @@ from pathlib import Path
 
 from autograder import contract, i18n
 from autograder.grading import run as grading
-from autograder.i18n import _
-from autograder.safe_text import clip
+from autograder.i18n import _, render
+from autograder.reports.text import clipped, written
 
 MAX_MESSAGE = 1500        # characters of one check's message printed in the cell
 LANGUAGE_ENV = "ATTENTION_KIT_LANG"
@@ -109,13 +109,13 @@ def _grade_lines(step, folder):
     if not files:
         a, b = step.files
         return 0.0, [_("No file for step {step}: expected {a} or {b}.", step=step.number, a=a, b=b)]
-    result = grading.grade(files[0], steps=[step.stem]).steps[0]
+    result = written(grading.grade(files[0], steps=[step.stem])).steps[0]     # its texts in this language
     lines = []
     for c in result.checks:
         mark = _("[pass]") if c.status == "passed" else _("[FAIL]")
         lines.append(f"{mark} {c.number} {c.name} ({c.score:g}/{c.max_score:g})")
         if c.status != "passed":
-            lines.append("    " + clip(c.output, MAX_MESSAGE).replace("\n", "\n    "))
+            lines.append("    " + clipped(c.output, MAX_MESSAGE).replace("\n", "\n    "))
     for number, name, reason in result.skipped:
         lines.append(f"{_('[skip]')} {number} {name}: {reason}")
     lines.append(_("Step {step}: {score}/{max_score}", step=step.number, score=f"{result.score:g}",
@@ -131,6 +131,12 @@ def step_outcome(stem, folder=".", language_folder=None):
     itself logged while grading (warnings, its own traceback), for the instructor only.
     Used by grade_step in a kernel, and by nbgrader_wall.TrustedGrades in nbgrader's own process."""
     step = contract.step_for_stem(stem)
+    if step is None:
+        # a step the kit releases but does not grade yet (modern_attention, contract.ASSIGNMENTS):
+        # no points here, and a plain sentence rather than a failed cell
+        with i18n.language(course_language(language_folder or folder)):
+            return 0.0, str(_("{stem} has no hidden tests yet: the autograder does not grade this step, "
+                              "so this cell gives 0 points.", stem=stem)), ""
     internal = ""
     with i18n.language(course_language(language_folder or folder)):
         with stderr_diverted() as diverted:
@@ -145,9 +151,10 @@ def step_outcome(stem, folder=".", language_folder=None):
             # grader-side diagnostics: not the student's business, and nbgrader would zero the cell
             lines.append(_("(The grader logged diagnostics for the instructor; "
                            "`python -m autograder grade` on this file shows them.)"))
+        text = "\n".join(render(line) for line in lines)        # in the course's language
     # nbgrader fails on a value above the cell's points; float sums can overshoot by 1e-15
     points = min(max(round(points, 6), 0.0), float(step.points))
-    return points, "\n".join(lines), (logged + internal).strip()
+    return points, text, (logged + internal).strip()
 
 
 def grade_step(stem, folder="."):

@@ -25,9 +25,9 @@ import pytest
 from _pytest.config import _prepareconfig   # what pytest.main opens a session with
 
 from autograder import contract, submitted_files
-from autograder.checks.expect import EXAMPLE, NOTES, CheckFailed
+from autograder.checks.expect import EXAMPLE, NOTES, CheckFailed, Example
 from autograder.checks.student import STEP_CHILDREN
-from autograder.i18n import _, translate
+from autograder.i18n import _, from_data, join, render, to_data, translate
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Budget, Limits
 from autograder.sandbox.problems import StudentProblem
@@ -36,16 +36,20 @@ from autograder.sandbox.step_child import StepChild
 SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
 
 
+# The results keep every text a student reads as a message (autograder/i18n.py), in no language
+# yet: a report renders them, with each check's diagnosis from its misconception ids, when it
+# writes. `to_data()` / `from_data()`: the same results as JSON-safe data (a batch worker's answer,
+# its resume cache).
 @dataclass
 class CheckResult:
     step: str            # file stem, e.g. "04_softmax"
     number: str          # e.g. "4.2"
-    name: str
+    name: object         # the check's title: a message
     kind: str            # shape | numbers | property | stability | ...
     max_score: float
     score: float
     status: str          # passed | failed
-    output: str
+    output: object       # a message, without the diagnosis (that is `misconceptions`)
     misconceptions: list = field(default_factory=list)
     extra_tags: list = field(default_factory=list)
 
@@ -53,6 +57,18 @@ class CheckResult:
     def tags(self):
         return ([f"step:{self.step}", f"kind:{self.kind}"] + self.extra_tags
                 + [f"misconception:{m}" for m in self.misconceptions])
+
+    def to_data(self):
+        return {"step": self.step, "number": self.number, "name": to_data(self.name), "kind": self.kind,
+                "max_score": self.max_score, "score": self.score, "status": self.status,
+                "output": to_data(self.output), "misconceptions": list(self.misconceptions),
+                "extra_tags": list(self.extra_tags)}
+
+    @classmethod
+    def from_data(cls, d):
+        return cls(str(d["step"]), str(d["number"]), from_data(d["name"]), str(d["kind"]), float(d["max_score"]),
+                   float(d["score"]), str(d["status"]), from_data(d["output"]), _strs(d["misconceptions"]),
+                   _strs(d["extra_tags"]))
 
 
 @dataclass
@@ -73,6 +89,20 @@ class StepResult:
     def max_score(self):
         return sum(c.max_score for c in self.checks)
 
+    def to_data(self):
+        return {"step": self.step.stem, "file": self.file, "checks": [c.to_data() for c in self.checks],
+                "skipped": [[n, to_data(name), to_data(reason)] for n, name, reason in self.skipped],
+                "printed": self.printed, "cell_errors": self.cell_errors,
+                "example": None if self.example is None else self.example.to_data()}
+
+    @classmethod
+    def from_data(cls, d):
+        step = contract.STEP_BY_STEM[d["step"]]
+        return cls(step, None if d["file"] is None else str(d["file"]), [CheckResult.from_data(c) for c in d["checks"]],
+                   [(str(n), from_data(name), from_data(reason)) for n, name, reason in d["skipped"]],
+                   str(d["printed"]), [{str(k): str(v) for k, v in e.items()} for e in d["cell_errors"]],
+                   None if d.get("example") is None else Example.from_data(d["example"]))
+
 
 @dataclass
 class Report:
@@ -89,6 +119,26 @@ class Report:
     @property
     def max_score(self):
         return sum(s.max_score for s in self.steps)
+
+    def to_data(self):
+        """The report as JSON-safe data (lists, dicts, str, numbers; messages as i18n.to_data gives them)."""
+        return {"submission": self.submission, "steps": [s.to_data() for s in self.steps],
+                "isolation": self.isolation, "internal_errors": self.internal_errors,
+                "notes": [to_data(n) for n in self.notes]}
+
+    @classmethod
+    def from_data(cls, d):
+        """The Report `to_data` gave; raises ValueError, KeyError or TypeError for anything else."""
+        if not isinstance(d.get("isolation"), dict):
+            raise ValueError("not a report")
+        return cls(str(d["submission"]), [StepResult.from_data(s) for s in d["steps"]], d["isolation"],
+                   int(d["internal_errors"]), [from_data(n) for n in d["notes"]])
+
+
+def _strs(items):
+    if not isinstance(items, list):
+        raise ValueError("not a list")
+    return [str(i) for i in items]
 
 
 # ------------------------------------------------------------------ finding the files
@@ -117,7 +167,7 @@ class Job:
             try:
                 found = submitted_files.find(submission)
             except submitted_files.Unreadable as exc:    # the whole submission: every step says why
-                found, self.unreadable = submitted_files.Found(), str(exc)
+                found, self.unreadable = submitted_files.Found(), exc.args[0]    # its message, unrendered
         self.found, self.files = found, found.files
         single = found is not None and os.path.isfile(self.submission) and not os.path.islink(self.submission)
         if single:
@@ -271,12 +321,14 @@ class Recorder:
         points = float(spec["points"])
         misc, extra = [], []
         if report.skipped:
-            reason = call.excinfo.value.msg if call.excinfo else _("skipped")
+            # checks.expect.skip's message rides on pytest's exception (whose msg is a str)
+            reason = (getattr(call.excinfo.value, "message", None) or call.excinfo.value.msg) if call.excinfo \
+                else _("skipped")
             self.job.skipped.setdefault(stem, []).append((spec["number"], name, reason))
             return
         if report.passed:
             notes = item.stash.get(NOTES, [])
-            status, score, output = "passed", points, "\n".join([_("Passed.")] + notes)
+            status, score, output = "passed", points, join("\n", [_("Passed.")] + notes)
         else:
             status, score = "failed", 0.0
             exc = call.excinfo.value if call.excinfo else None
@@ -314,7 +366,7 @@ def _tell_cell_errors(checks, errors):
              "own tests would stop there.", n=len(errors), error=first["type"], message=first["message"][:300],
              where=_where(first))
     target = next((c for c in checks if c.status == "passed"), checks[0])
-    if first["message"][:300] not in target.output:      # a NotDefined message shows it already
+    if first["message"][:300] not in render(target.output, "en"):      # a NotDefined message shows it already
         target.output += "\n" + text
 
 

@@ -11,7 +11,7 @@ The texts are English msgids marked with `N_()`: they are translated where they 
 import contextvars
 from dataclasses import dataclass, field
 
-from autograder.i18n import N_, _, translate
+from autograder.i18n import N_, _, join, translate
 
 # the library the step being graded works with ("numpy" or "torch", contract.Step.framework): its
 # hints are shown. The hidden suites' conftest sets it for every check; None reads as "numpy".
@@ -162,5 +162,5 @@ CATALOGUE = {m.id: m for m in (
 
 def describe(ids, framework=None):
     """Student-facing text for the recognised mistakes, one paragraph each, with the hints of
-    `framework` (default: the step being graded, FRAMEWORK)."""
-    return "\n".join(CATALOGUE[i].text(framework) for i in ids)
+    `framework` (default: the step being graded, FRAMEWORK): a message, rendered where it is written."""
+    return join("\n", [CATALOGUE[i].text(framework) for i in ids])

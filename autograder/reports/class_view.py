@@ -15,6 +15,10 @@ in code.json beside it), with no grading:
   their results: scores, every message and diagnosis; the attention heatmaps need the student's
   code run again, which only `grade --html` does).
 
+Every text is written in the chosen language from graded.json (reports/stored.py: the results as
+data, messages unrendered), whatever language grade-all wrote results.json in; results from a
+grader before graded.json existed are read from results.json as written.
+
 Everything from a results file or a student's code is untrusted text: html.escape everywhere,
 names only in text nodes and escaped attributes, links through the safe results-folder names,
 and a Content-Security-Policy that allows no request at all (the one script, which sorts the
@@ -37,8 +41,8 @@ from urllib.parse import quote
 
 from autograder import __version__, atomic, contract, i18n
 from autograder.reference import misconceptions
-from autograder.reports import similarity
-from autograder.i18n import _, translate
+from autograder.reports import similarity, stored
+from autograder.i18n import _, join, translate
 
 STEPS = contract.STEPS
 STEMS = [s.stem for s in STEPS]
@@ -76,8 +80,13 @@ def load(out_dir, keys=None):
                 t["tags"] = []
         extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
         batch = extra.get("batch") if isinstance(extra.get("batch"), dict) else {}
+        graded = stored.read(out_dir / key)
+        if graded is not None:          # the same results, written now in this language
+            results = graded.results()
+            extra = results["extra_data"]
+            extra["batch"] = batch
         entries.append(SimpleNamespace(key=key, student=str(batch.get("student", key)), results=results,
-                                       extra=extra))
+                                       extra=extra, report=None if graded is None else graded.report))
     entries.sort(key=lambda e: (e.student, e.key))
     return entries, skipped
 
@@ -384,7 +393,7 @@ def _summary(data):
         parts.append(_("Total: mean {mean}, median {median}, from {low} to {high} of {top}; {full} at full marks.",
                        mean=f"{t['mean']:.1f}", median=_fmt(t["median"]), low=_fmt(t["min"]), high=_fmt(t["max"]),
                        top=_fmt(data["max_score"]), full=t["full_marks"]))
-    return " ".join(parts)
+    return join(" ", parts)
 
 
 def _mean(value):
@@ -586,7 +595,10 @@ def _anchor(i):
 
 # ------------------------------------------------------------------ each student's feedback page
 def feedback_report(entry):
-    """A report object html_report.render reads, rebuilt from a results.json."""
+    """The report html_report.render reads: graded.json's (messages and diagnoses apart), else one
+    rebuilt from a results.json as written (its messages hold their diagnoses already: no boxes)."""
+    if getattr(entry, "report", None) is not None:
+        return entry.report
     steps = []
     info = entry.extra.get("steps") if isinstance(entry.extra.get("steps"), dict) else {}
     for step in STEPS:
@@ -597,12 +609,12 @@ def feedback_report(entry):
         checks = [SimpleNamespace(number=str(t.get("number", "")), name=_check_title(t), kind=_kind_of(t),
                                   status=str(t.get("status", "")), score=_num(t.get("score")),
                                   max_score=_num(t.get("max_score")), output=str(t.get("output", "")),
-                                  misconceptions=_tags(t, "misconception:")) for t in tests]
+                                  misconceptions=[]) for t in tests]
         skipped = [(str(s.get("number", "")), str(s.get("name", "")), str(s.get("reason", "")))
                    for s in si.get("skipped", []) if isinstance(s, dict)]
         steps.append(SimpleNamespace(step=step, file=si.get("file"), checks=checks, skipped=skipped,
                                      printed=str(si.get("printed", "")), score=_num(si.get("score")),
-                                     max_score=_num(si.get("max_score"), step.points)))
+                                     max_score=_num(si.get("max_score"), step.points), example=None))
     return SimpleNamespace(steps=steps, score=_num(entry.results.get("score")),
                            max_score=_num(entry.extra.get("max_score"), 70.0))
 
@@ -612,10 +624,10 @@ def write_feedback(out_dir, entry):
     from autograder.reports import html as html_report
     if entry.extra.get("error"):
         report = SimpleNamespace(steps=[], score=0.0, max_score=_num(entry.extra.get("max_score"), 70.0))
-        page = html_report.render(report, {}, entry.student).replace(
+        page = html_report.render(report, entry.student).replace(
             "</body>", f'<pre class="failed">{html.escape(str(entry.extra.get("error")))}</pre></body>')
     else:
-        page = html_report.render(feedback_report(entry), {}, entry.student)
+        page = html_report.render(feedback_report(entry), entry.student)
     path = Path(out_dir) / entry.key / FEEDBACK_PAGE
     data = page.encode("utf-8", "backslashreplace")
     if not atomic.same_content(path, data):

@@ -22,8 +22,9 @@ import os
 import re
 import secrets
 
-from autograder.i18n import _
-from autograder.safe_text import clip, for_github_data, for_github_property, for_terminal
+from autograder.i18n import _, render
+from autograder.reports.text import clipped, lines_text, written
+from autograder.safe_text import for_github_data, for_github_property, for_terminal
 
 MAX_MESSAGE = 1000        # characters of one check's message in an annotation or a Classroom test
 
@@ -35,9 +36,10 @@ def _fmt(x):
 # ------------------------------------------------------------------ GitHub Classroom
 def classroom_result(report):
     """The grading reporter's JSON: one test per check, points as each check's score."""
+    report = written(report)
     tests = [{"name": f"{c.number} {s.step.shown_title}: {c.name}",
               "status": "pass" if c.status == "passed" else "fail",
-              "score": c.score, "message": "" if c.status == "passed" else clip(c.output, MAX_MESSAGE),
+              "score": c.score, "message": "" if c.status == "passed" else clipped(c.output, MAX_MESSAGE),
               "test_code": "", "filename": s.file or "", "line_no": 0, "duration": 0}
              for s in report.steps for c in s.checks]
     status = ("error" if report.internal_errors else
@@ -71,6 +73,7 @@ def _fenced(text):
 
 def summary_markdown(report):
     """The per-step table, then each failing check's message, in GitHub-flavoured Markdown."""
+    report = written(report)
     lines = [f"## attention-kit: {_fmt(report.score)}/{_fmt(report.max_score)}", "",
              _("| Step | File | Score | Checks |"), "|---|---|---:|---|"]
     for s in report.steps:
@@ -96,7 +99,7 @@ def summary_markdown(report):
     if skipped:
         lines += ["", _("Skipped (no points): {checks}",
                         checks="; ".join(f"{n} ({reason})" for n, _name, reason in skipped))]
-    return "\n".join(lines) + "\n"
+    return lines_text(lines) + "\n"
 
 
 def _html(text):
@@ -124,26 +127,27 @@ def annotations(report, paths=None):
     """One `::error` workflow command per step that lost points; `paths` maps a step's stem
     to its file's path relative to the repository root (else the file name is used)."""
     paths = paths or {}
+    report = written(report)
     out = []
     for s in report.steps:
         failed = [c for c in s.checks if c.status != "passed"]
         if not failed:
             continue
-        title = _("Step {step} ({score}/{max_score}): {title}", step=s.step.number, score=_fmt(s.score),
-                  max_score=_fmt(s.max_score), title=s.step.shown_title)
+        title = render(_("Step {step} ({score}/{max_score}): {title}", step=s.step.number, score=_fmt(s.score),
+                         max_score=_fmt(s.max_score), title=s.step.shown_title))
         if s.file is None:
             message = failed[0].output
         else:
             lines, seen = [], {}
             for c in failed:      # one broken function fails many checks with the same words
-                first = c.output.strip().splitlines()[0] if c.output.strip() else _("failed")
+                first = c.output.strip().splitlines()[0] if c.output.strip() else render(_("failed"))
                 lines.append(f"{c.number} {c.name}: "
-                             + (_("same as {check}", check=seen[first]) if first in seen else clip(first, 300)))
+                             + (_("same as {check}", check=seen[first]) if first in seen else clipped(first, 300)))
                 seen.setdefault(first, c.number)
-            message = "\n".join(lines)
+            message = lines_text(lines)
         where = paths.get(s.step.stem) or s.file
         props = (f"file={_escape_property(str(where))}," if where else "") + f"title={_escape_property(title)}"
-        out.append(f"::error {props}::{_escape_data(clip(message, 4000))}")
+        out.append(f"::error {props}::{_escape_data(clipped(message, 4000))}")
     return out
 
 

@@ -1,34 +1,51 @@
-"""Reports from a graded submission: Gradescope results.json and the terminal table."""
+"""Reports from a graded submission: Gradescope results.json and the terminal table.
+
+Both are written from `text.written(report)`: every message rendered in the current language, each
+check's output its message and then the diagnosis of each mistake it named (reports/text.py).
+"""
 import unicodedata
 
-from autograder import __version__, atomic
-from autograder.i18n import _
-from autograder.safe_text import clip
+from autograder import __version__, atomic, contract
+from autograder.i18n import _, render
+from autograder.reports.text import clipped, lines_text, written
 
 MAX_OUTPUT = 4000          # characters of one check's output kept in results.json
 MAX_PRINTED = 2000         # characters of a step's printed output kept
 
 
+def results(score, output, tests, max_score, **extra):
+    """A results.json: Gradescope's fields, then the kit's extra_data (max_score, the grader, then
+    `extra`). The one skeleton of every results file: a graded report's and a submission's that
+    could not be graded (error_results)."""
+    return {"score": score, "output": output, "visibility": "visible", "stdout_visibility": "hidden",
+            "tests": tests, "extra_data": {"max_score": max_score, "grader": f"attention-kit {__version__}", **extra}}
+
+
+def error_results(message):
+    """Results for a submission that could not be graded at all: it scores 0 and says why
+    (`message`, rendered in the current language)."""
+    text = render(message)
+    return results(0, text, [], sum(s.points for s in contract.STEPS), steps={}, error=text)
+
+
 def gradescope(report):
-    """The Gradescope results.json structure (score, tests, extra_data)."""
+    """The Gradescope results.json structure (score, tests, extra_data), in the current language."""
+    report = written(report)
     tests = []
     for step in report.steps:
         for c in step.checks:
             tests.append({"name": f"{c.number} {step.step.shown_title}: {c.name}", "number": c.number,
                           "score": c.score, "max_score": c.max_score, "status": c.status,
-                          "output": clip(c.output, MAX_OUTPUT), "visibility": "visible",
+                          "output": clipped(c.output, MAX_OUTPUT), "visibility": "visible",
                           "tags": c.tags})
     steps = {s.step.stem: {"file": s.file, "score": s.score, "max_score": s.max_score,
-                           "printed": clip(s.printed, MAX_PRINTED),
+                           "printed": clipped(s.printed, MAX_PRINTED),
                            "skipped": [{"number": n, "name": nm, "reason": r} for n, nm, r in s.skipped]}
              for s in report.steps}
-    return {"score": report.score, "output": summary_line(report), "visibility": "visible",
-            "stdout_visibility": "hidden", "tests": tests,
-            "extra_data": {"max_score": report.max_score, "grader": f"attention-kit {__version__}",
-                           "steps": steps, "isolation": report.isolation,
-                           "internal_errors": report.internal_errors,
-                           # what the file search passed over (folders too deep, too many entries)
-                           **({"file_search": report.notes} if getattr(report, "notes", None) else {})}}
+    return results(report.score, render(summary_line(report)), tests, report.max_score, steps=steps,
+                   isolation=report.isolation, internal_errors=report.internal_errors,
+                   # what the file search passed over (folders too deep, too many entries)
+                   **({"file_search": report.notes} if getattr(report, "notes", None) else {}))
 
 
 def write_results(report, path):
@@ -53,7 +70,8 @@ def _pad(text, width, right=False):
 
 
 def table(report, details=True):
-    """The per-step table a student or instructor reads in a terminal."""
+    """The per-step table a student or instructor reads in a terminal (in the current language)."""
+    report = written(report)
     lines = [f"attention-kit: {report.submission}", "",
              f"{_pad(_('step'), 5)} {_pad(_('file'), 24)} {_pad(_('score'), 7, right=True)}  {_('checks')}"]
     for s in report.steps:
@@ -84,4 +102,4 @@ def table(report, details=True):
         for s in report.steps:
             for number, name, reason in s.skipped:
                 lines += ["", _("{check} {name}: skipped ({reason})", check=number, name=name, reason=reason)]
-    return "\n".join(lines)
+    return lines_text(lines)

@@ -22,6 +22,7 @@ from autograder import i18n, safe_text
 from autograder.reference import misconceptions
 from autograder.i18n import _, translate
 from autograder.reports.gradescope_json import MAX_PRINTED
+from autograder.reports.text import check_text, mistakes
 from autograder.safe_text import clip
 
 CELL = 26                                          # pixels per heatmap cell
@@ -54,11 +55,11 @@ def heatmap_svg(matrix, title, scale=1.0, diverging=False):
     left, top = 24, 34
     width, height = left + cols * CELL + 4, top + rows * CELL + 4
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width}" height="{height}" '
-             f'role="img" aria-label="{html.escape(title)}">',
-             f'<text x="{left}" y="14" class="t">{html.escape(title)}</text>',
-             f'<text x="{left}" y="29" class="a">{html.escape(_("keys"))} &#8594;</text>',
+             f'role="img" aria-label="{_e(title)}">',
+             f'<text x="{left}" y="14" class="t">{_e(title)}</text>',
+             f'<text x="{left}" y="29" class="a">{_e(_("keys"))} &#8594;</text>',
              f'<text x="12" y="{top + rows * CELL // 2}" class="a" '
-             f'transform="rotate(-90 12 {top + rows * CELL // 2})" text-anchor="middle">{html.escape(_("queries"))}</text>']
+             f'transform="rotate(-90 12 {top + rows * CELL // 2})" text-anchor="middle">{_e(_("queries"))}</text>']
     for i in range(rows):
         for j in range(cols):
             v = m[i, j]
@@ -90,21 +91,22 @@ def _e(text):
 
 
 def _check_rows(step):
+    """The step's checks as table rows: each message, and below it a box per mistake it named (the
+    diagnosis is kept apart from the message in the results, and shown only in its box)."""
     rows, seen = [], {}
+    framework = getattr(step.step, "framework", None)     # the step's library: its hints speak it
     for c in step.checks:
-        # one broken file fails many checks alike: say it once (as the terminal table does)
-        output = (_("(same message as {check})", check=seen[c.output]) if c.output in seen and c.status != "passed"
+        # one broken file fails many checks alike: say it once (as the terminal table does, whose
+        # text is message and diagnosis together)
+        full = check_text(c, framework)
+        output = (_("(same message as {check})", check=seen[full]) if full in seen and c.status != "passed"
                   else c.output)
-        seen.setdefault(c.output, c.number)
-        # the diagnosis is shown in its own box below the message, not twice
-        framework = getattr(step.step, "framework", None)     # the step's library: its hints speak it
-        output = (output.replace("\n" + misconceptions.describe(c.misconceptions, framework), "")
-                  if c.misconceptions else output)
-        mistakes = "".join(_mistake_box(m, framework) for m in c.misconceptions if m in misconceptions.CATALOGUE)
+        seen.setdefault(full, c.number)
+        boxes = "".join(_mistake_box(m, framework) for m in mistakes(c))
         rows.append(f'<tr class="{_e(c.status)}"><td>{_e(c.number)}</td><td>{_e(c.name)}<br>'
                     f'<span class="note">{_e(c.kind)}</span></td>'
                     f'<td class="score {_e(c.status)}">{c.score:g}/{c.max_score:g}</td>'
-                    f'<td><pre>{_e(output)}</pre>{mistakes}</td></tr>')
+                    f'<td><pre>{_e(output)}</pre>{boxes}</td></tr>')
     for number, name, reason in step.skipped:
         rows.append(f'<tr><td>{_e(number)}</td><td>{_e(name)}</td><td class="score">{_e(_("skipped"))}</td>'
                     f'<td><pre>{_e(reason)}</pre></td></tr>')

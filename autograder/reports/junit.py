@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ET
 
 from autograder import contract
 from autograder.i18n import _
+from autograder.reports.text import written
 
 # XML 1.0 cannot carry most control characters, not even escaped; student output can hold them
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -26,16 +27,17 @@ def _properties(parent, items):
 
 
 def junit_xml(report):
-    """The report as a JUnit XML document (str)."""
+    """The report as a JUnit XML document (str), in the current language."""
+    report = written(report)
     root = ET.Element("testsuites", name=f"attention-kit {contract.ASSIGNMENT}")
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for s in report.steps:
         failures = sum(c.status != "passed" for c in s.checks)
         counts = {"tests": len(s.checks) + len(s.skipped), "failures": failures, "skipped": len(s.skipped)}
-        suite = ET.SubElement(root, "testsuite", name=_("Step {step}: {title}", step=s.step.number,
-                                                          title=s.step.shown_title),
+        suite = ET.SubElement(root, "testsuite", name=str(_("Step {step}: {title}", step=s.step.number,
+                                                              title=s.step.shown_title)),
                               errors="0", **{k: str(v) for k, v in counts.items()})
-        _properties(suite, [("step", s.step.stem), ("file", s.file or _("(missing)")),
+        _properties(suite, [("step", s.step.stem), ("file", s.file or str(_("(missing)"))),
                             ("score", f"{s.score:g}"), ("max_score", f"{s.max_score:g}")])
         classname = f"{contract.ASSIGNMENT}.{s.step.stem}"
         for c in s.checks:
@@ -43,7 +45,7 @@ def junit_xml(report):
             _properties(case, [("points", f"{c.score:g}"), ("max_points", f"{c.max_score:g}"),
                                ("kind", c.kind)] + [("misconception", m) for m in c.misconceptions])
             if c.status != "passed":
-                first = c.output.strip().splitlines()[0] if c.output.strip() else _("failed")
+                first = c.output.strip().splitlines()[0] if c.output.strip() else str(_("failed"))
                 failure = ET.SubElement(case, "failure", message=_text(first[:300]), type=c.kind)
                 failure.text = _text(c.output)
         for number, name, reason in s.skipped:

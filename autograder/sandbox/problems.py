@@ -5,14 +5,15 @@ the text the student reads (translated through `_()`). The grader's own errors a
 """
 import signal
 
-from autograder.i18n import _
+from autograder.i18n import _, render, tail
 
 
 class StudentProblem(Exception):
-    """Something the student's code did; `student_message` says it in their terms."""
+    """Something the student's code did; `student_message` says it in their terms (a message,
+    rendered when a report writes it: autograder/i18n.py)."""
 
     def student_message(self):
-        return str(self)
+        return self.args[0] if len(self.args) == 1 else str(self)      # the message it was raised with
 
 
 class StudentRaised(StudentProblem):
@@ -59,8 +60,8 @@ class StudentCrashed(StudentProblem):
     def student_message(self):
         text = _("{problem}. Calls to sys.exit, os._exit or code that crashes Python stop the grading of "
                  "this step.", problem=self.describe())
-        if self.output.strip():
-            text += _("\nLast output of your code:\n{output}", output=self.output[-1500:])
+        if render(self.output, "en").strip():        # the output: the child's text (and a note when cut)
+            text += _("\nLast output of your code:\n{output}", output=tail(self.output, 1500))
         return text
 
 
@@ -124,9 +125,6 @@ class StudentOverDisk(StudentProblem):
 
 class Refused(StudentProblem):
     """A step file the grader would not read (a link, a FIFO, too large...): the message says why."""
-
-    def student_message(self):
-        return str(self)
 
 
 class MissingStep(StudentProblem):

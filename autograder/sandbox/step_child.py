@@ -12,7 +12,7 @@ from autograder.sandbox.limits import Budget, Limits
 from autograder.sandbox import protocol
 from autograder.sandbox.problems import MissingStep, Refused, StudentProblem, StudentTimedOut
 from autograder.sandbox.process import Child
-from autograder.i18n import _
+from autograder.i18n import _, join, render
 
 
 @dataclass
@@ -27,7 +27,7 @@ class StepChild:
     limits: Limits = field(default_factory=Limits)
     budget: Budget = None
     mode: str = None                     # isolation level; chosen once per grading run
-    refused: str = None                  # why the step's file was not taken (a link, a FIFO...), if it was not
+    refused: object = None               # why the step's file was not taken (a link, a FIFO...): a message
     hide: tuple = ()                     # the submission's folder: covered in the child's view
     child: Child = None
     load_reply: dict = None
@@ -46,7 +46,7 @@ class StepChild:
                 self.source = submitted_files.StepFile(os.path.basename(path), submitted_files.read_regular(
                     path, os.path.basename(path)))
             except submitted_files.Unreadable as exc:
-                self.source, self.refused = None, str(exc)
+                self.source, self.refused = None, exc.args[0]      # its message, unrendered
         if self.refused is not None:
             self.load_problem = Refused(self.refused)
 
@@ -117,7 +117,7 @@ class StepChild:
         if self.child is not None:
             self.child.kill()
             out = self.child.output.text()
-            if out.strip():
+            if render(out, "en").strip():
                 self.outputs.append(out)
             self.child = None
 
@@ -141,7 +141,7 @@ class StepChild:
         parts = list(self.outputs)
         if self.child is not None:
             parts.append(self.child.output.text())
-        return "\n".join(p for p in parts if p.strip())
+        return join("\n", [p for p in parts if render(p, "en").strip()])
 
     def close(self):
         self._retire()

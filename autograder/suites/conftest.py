@@ -3,6 +3,7 @@ import pytest
 
 from autograder import contract
 from autograder.reference import misconceptions
+from autograder.checks.expect import skip
 from autograder.checks.student import STEP_CHILDREN, Student
 from autograder.i18n import _
 
@@ -27,5 +28,5 @@ def cuda():
     """The CUDA device name; skips the check with a reason where no GPU is present."""
     import torch
     if not torch.cuda.is_available():
-        pytest.skip(_("no CUDA GPU on the grading machine; GPU checks carry no points and are skipped"))
+        skip(_("no CUDA GPU on the grading machine; GPU checks carry no points and are skipped"))
     return "cuda"
