@@ -22,9 +22,10 @@ def _changes(source, framework="numpy"):
 
 
 def test_every_operator_makes_mutants_where_it_applies():
-    found = {op for step in contract.STEPS for op in {m.operator for m in mutants.mutants(step.stem)}}
-    # the references slice nothing: slice-off-by-one is shown on a snippet instead
-    assert set(mutants.OPERATORS) - found == {"slice-off-by-one"}
+    # the mask operators (compare-change, mask-invert, ...) apply to the second assignment's references only
+    found = {op for step in contract.ALL_STEPS for op in {m.operator for m in mutants.mutants(step.stem)}}
+    # the first assignment's references slice nothing: slice-off-by-one is shown on a snippet too
+    assert set(mutants.OPERATORS) - found <= {"slice-off-by-one"}
     assert ("slice-off-by-one", "a[i:j]: upper bound - 1") in _changes("def f(a, i, j):\n    return a[i:j]\n")
 
 
@@ -43,6 +44,16 @@ def test_the_operators_write_the_mistakes_students_make():
     heads = {m.change for m in mutants.mutants("06_multi_head")}
     assert "x @ W_K -> W_K @ x" in heads and "k.transpose(-2, -1) -> k" in heads
     assert any(c.endswith("-> .detach()") for c in heads)
+    masks = {m.change for m in mutants.mutants("01_masks")}
+    assert ("key_position[None, :] <= query_position[:, None] -> key_position[None, :] < query_position[:, None]"
+            in masks)                                                    # the diagonal excluded
+    assert "torch.arange(T_q, device=device) + T_k - T_q -> torch.arange(T_q, device=device)" in masks   # aligned at 0
+    assert "scores.masked_fill(blocked, float('-inf')): float('-inf') -> 0.0" in masks             # filled with 0
+    assert "weights.masked_fill(blocked, 0.0) -> weights" in masks       # a fully masked row left NaN
+    assert "~mask.to(scores.device) -> mask.to(scores.device)" in masks  # True read as blocked
+    cross = {m.change for m in mutants.mutants("02_cross_attention")}
+    assert ("context_mask.to(scores.device)[:, None, None, :] -> context_mask.to(scores.device)[:, None, :, None]"
+            in cross)                                                    # the mask on the queries
 
 
 def test_every_mutant_is_one_valid_program_and_all_differ():
@@ -63,6 +74,8 @@ KNOWN = {
         ("05_weighted_sum", "scores / math.sqrt(d_k) -> scores /= math.sqrt(d_k); then scores"),  # its own array
         ("05_weighted_sum", "default axis -1 -> -2"),        # self_attention passes axis=-1 itself
         ("07_full_module", "nn.Linear(d_model, d_model, bias=False) -> .double()"),  # the caller sets the dtype
+        # blocked weights are zeroed after the softmax anyway (the second assignment's probes, masks.py)
+        ("01_masks", "scores.masked_fill(blocked, float('-inf')): float('-inf') -> -1000000000.0"),
     ],
     # mistakes that show only on some probes: large scores, float64, gradients
     "differs": [
@@ -70,6 +83,7 @@ KNOWN = {
         ("05_weighted_sum", "X @ W_V -> .astype(np.float32)"),           # only float64 loses digits
         ("06_multi_head", "weights @ v -> .detach()"),                   # only the gradients differ
         ("04_softmax", "x - x_max -> x -= x_max; then x"),               # only the caller's array differs
+        ("01_masks", "weights.masked_fill(blocked, 0.0) -> weights"),    # only rows with no allowed key differ
     ],
 }
 

@@ -13,12 +13,20 @@ grader (warm workers, the same isolation and limits as `grade-all`). Each mutant
 The mutation score of a step is (killed + crashed) / (mutants - equivalent). Two more findings
 are listed apart because each is a bug of the kit: an equivalent mutant that lost points (correct
 code marked wrong) and a mutant that lost points at another step than its own.
+
+One audit is one assignment's: `audit` alone audits the first (self_attention, the run README.md
+records); `--steps` names steps of one assignment, e.g. `audit --steps 01_masks,02_cross_attention`
+for modern_attention. A mutant's submission is then that assignment's references, for its steps that
+have a hidden suite, with the mutant at its own step; the equivalence probes of such a step are
+`probes()` in autograder/reference/modern/<name>.py (see reference/equivalence.py).
 """
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -54,10 +62,20 @@ class Outcome:
         return d
 
 
+def assignment_of(steps=None):
+    """The one assignment whose steps `steps` are (default: the first); ValueError when they are of two."""
+    if not steps:
+        return contract.ASSIGNMENT
+    found = {contract.ASSIGNMENT_OF[s] for s in steps}
+    if len(found) > 1:
+        raise ValueError(f"steps of two assignments ({', '.join(sorted(found))}): one audit is one assignment's")
+    return found.pop()
+
+
 def select(steps=None, sample=None, seed=0, operators=mutation.OPERATORS):
     """The mutants to audit: all of each step's, or `sample` of them drawn with `seed`."""
     chosen = []
-    for step in contract.STEPS:
+    for step in contract.ASSIGNMENTS[assignment_of(steps)]:
         if steps and step.stem not in steps:
             continue
         found = mutation.mutants(step.stem, operators)
@@ -81,13 +99,44 @@ def equivalence(chosen):
     return json.loads(done.stdout)
 
 
+def graded_steps(mutant):
+    """The stems a mutant's submission holds: its assignment's steps that have a hidden suite (every
+    step of the first assignment; of another, those written so far)."""
+    from autograder.grading import run as grading
+    steps = contract.ASSIGNMENTS[contract.ASSIGNMENT_OF[mutant.stem]]
+    return [s.stem for s in steps if s.stem == mutant.stem or grading.suite_file(s).exists()]
+
+
 def submission(mutant):
     """The files of one mutant's submission: the reference for every step, the mutant at its own."""
     files = {}
-    for step in contract.STEPS:
-        text = mutant.source if step.stem == mutant.stem else mutation.reference_source(step.stem)
-        files[f"{step.stem}.py"] = text.encode("utf-8")
+    for stem in graded_steps(mutant):
+        text = mutant.source if stem == mutant.stem else mutation.reference_source(stem)
+        files[f"{stem}.py"] = text.encode("utf-8")
     return files
+
+
+def grade_files(student, files, limits, steps):
+    """batch.grade_files for the given `steps` only (in a warm batch worker): a folder of another
+    assignment is graded for its steps that have a hidden suite, not all of them."""
+    from pathlib import PurePosixPath
+    from autograder import i18n
+    from autograder.commands import batch
+    from autograder.grading.run import Report
+    from autograder.reports import gradescope_json
+    with batch._worker_lock:
+        batch.warm_up()
+        scratch = tempfile.mkdtemp(prefix="attention-kit-audit-")
+        try:
+            folder = Path(scratch) / student
+            folder.mkdir()
+            for name, data in files.items():
+                folder.joinpath(*PurePosixPath(name).parts).write_bytes(data)
+            data = batch._grader.grade(str(folder), limits, steps).to_data()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+    with i18n.language("en"):
+        return gradescope_json.gradescope(Report.from_data(json.loads(json.dumps(data))))
 
 
 def grade(chosen, limits, jobs=None, progress=None):
@@ -96,7 +145,7 @@ def grade(chosen, limits, jobs=None, progress=None):
     pool = batch.LocalPool(jobs or os.cpu_count() or 1)
     results = {}
     try:
-        pending = {pool.submit(batch.grade_files, m.id, submission(m), limits, "en"): m for m in chosen}
+        pending = {pool.submit(grade_files, m.id, submission(m), limits, graded_steps(m)): m for m in chosen}
         for future in pool.as_completed(list(pending)):
             m = pending.pop(future)
             results[m.id] = future.result()

@@ -15,7 +15,15 @@ with an address-space limit and an alarm per mutant, apart from the grader.
 
     input:  {"04_softmax": {"04_softmax-m001": "<source>", ...}, ...}   (mutants per step)
     output: {"04_softmax-m001": {"verdict": "equivalent" | "differs" | "crashes", "why": "..."}, ...}
+
+The first assignment's probes are written here. Another assignment's step keeps its probes beside
+its known mistakes: `probes(rng, dtype, scale)` in autograder/reference/modern/<name>.py (the stem
+without its number: 01_masks -> masks.py), returning [(function name, args, kwargs)], a call of the
+step's function on torch tensors (the tensors of args that require grad are differentiated), or
+[(callable, args, kwargs)] for what is not one call (a module, a cache): callable(module, *args,
+**kwargs) runs the step's code, `module` being the reference or the mutant.
 """
+import importlib
 import json
 import signal
 import sys
@@ -77,10 +85,26 @@ def _torch_probes(stem, rng, dtype, scale):
 
 
 # ------------------------------------------------------------------ observing one call
+FIRST_TORCH = ("06_multi_head", "07_full_module")       # the first assignment's torch steps
+FIRST_NUMPY = ("01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum")
+
+
+def _probes_of(stem):
+    """The probes function of another assignment's step: probes(rng, dtype, scale) in its variants
+    module, autograder/reference/modern/<stem without its number>.py."""
+    name = f"autograder.reference.modern.{stem.split('_', 1)[1]}"
+    try:
+        probes = importlib.import_module(name).probes
+        return lambda _stem, rng, dtype, scale: probes(rng, dtype, scale)
+    except (ImportError, AttributeError):
+        raise KeyError(f"{stem}: no probes for the audit's equivalence check; define probes(rng, dtype, scale) "
+                       f"in {name.replace('.', '/')}.py") from None
+
+
 def _observe(module, stem, probe, dtype):
     """What a call shows: its outputs, the inputs after it and (torch, float64) the gradients."""
     name, args, extra = probe
-    if stem in ("06_multi_head", "07_full_module"):
+    if stem not in FIRST_NUMPY:
         return _observe_torch(module, stem, probe, dtype)
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     with np.errstate(all="ignore"):
@@ -101,7 +125,10 @@ def _observe_torch(module, stem, probe, dtype):
         grads = _grads(out, [x] + [p for _n, p in sorted(layer.named_parameters())])
         return {"out": _flat(out), "inputs after": _flat([x]), "grads": grads}
     args = [a.detach().clone().requires_grad_(a.requires_grad) if torch.is_tensor(a) else a for a in args]
-    out = getattr(module, name)(*args, **extra)
+    if callable(name):                     # another assignment's probe that is not one call (a module, a cache)
+        out = name(module, *args, **extra)
+    else:
+        out = getattr(module, name)(*args, **extra)
     leaves = [a for a in args if torch.is_tensor(a) and a.requires_grad]
     return {"out": _flat(out), "inputs after": _flat(args), "grads": _grads(out, leaves)}
 
@@ -160,12 +187,11 @@ def _module(source, name):
 
 
 def _all_probes(stem):
-    torch_step = stem in ("06_multi_head", "07_full_module")
+    make = _probes if stem in FIRST_NUMPY else _torch_probes if stem in FIRST_TORCH else _probes_of(stem)
     for dtype in DTYPES:
         for seed in SEEDS:
             for scale in SCALES:
                 rng = np.random.default_rng([seed, int(scale), DTYPES.index(dtype)])
-                make = _torch_probes if torch_step else _probes
                 for probe in make(stem, rng, dtype, scale):
                     yield dtype, probe
 

@@ -26,7 +26,18 @@ whole module's source differing from the reference at one place. The operators f
   return-swap         return a, b      -> return b, a
   argument-swap       f(a, b)          -> f(b, a)   (calls of the module's own functions)
 
-Mutants are built on the syntax tree (ast) and written back with ast.unparse, so comments are
+and, for masks (the second assignment's references; none of the first assignment's has their code):
+
+  compare-change      j <= i           -> j < i, j >= i   (an off-by-one or a flipped triangle)
+  mask-invert         ~m               -> m;  masked_fill(m, v), torch.where(m, a, b) -> ~m   (the convention flipped)
+  fill-value          masked_fill(m, float('-inf')) -> masked_fill(m, 0.0), masked_fill(m, -1e9)   (same in where)
+  masked-fill-drop    s.masked_fill(m, v) -> s   (the mask never applied, or a fully masked row left NaN)
+  tri-swap            tril             <-> triu
+  diagonal-change     tril(diagonal=k) -> k + 1, k - 1   (tril() -> tril(1), tril(-1))
+  unsqueeze-move      m[:, None, None, :] -> m[:, None, :, None]   (a None moved by one: the wrong axis)
+
+The T_k - T_q offset of an end-aligned causal mask is reached by term-drop (arange(T_q) + (T_k - T_q) ->
+arange(T_q): aligned at the start). Mutants are built on the syntax tree (ast) and written back with ast.unparse, so comments are
 gone from a mutant; `diff` shows the changed lines against the reference written the same way.
 """
 import ast
@@ -42,7 +53,8 @@ SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full", "matmul-other", "axis-change", "shape-index", "keepdims-flip",
              "term-drop", "sqrt-change", "div-mul", "inplace-arg", "dtype-cast", "detach",
              "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "softmax-naive", "return-swap",
-             "argument-swap")
+             "argument-swap", "compare-change", "mask-invert", "fill-value", "masked-fill-drop", "tri-swap",
+             "diagonal-change", "unsqueeze-move")
 
 
 @dataclass(frozen=True)
@@ -67,7 +79,11 @@ class Mutant:
 
 
 def reference_path(stem):
-    return SOLUTIONS / f"step{stem}.py"
+    """solutions/stepNN_name.py for the first assignment's steps, solutions/<assignment>/stepNN_name.py
+    for another's (where `build` writes them)."""
+    assignment = contract.ASSIGNMENT_OF[stem]
+    folder = SOLUTIONS if assignment == contract.ASSIGNMENT else SOLUTIONS / assignment
+    return folder / f"step{stem}.py"
 
 
 def reference_source(stem):
@@ -157,6 +173,9 @@ TRANSPOSE_FUNCTIONS = {"swapaxes", "transpose", "moveaxis"}
 AXIS_KEYWORDS = {"axis", "dim", "axes"}
 KEEPDIMS = {"keepdims", "keepdim"}
 ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+ORDERINGS = {ast.Lt: (ast.LtE, ast.Gt), ast.LtE: (ast.Lt, ast.GtE), ast.Gt: (ast.GtE, ast.Lt),
+             ast.GtE: (ast.Gt, ast.LtE)}
+MINUS_INF = {"float('-inf')", "-float('inf')", "-math.inf", "-torch.inf", "-np.inf", "float('-Infinity')"}
 
 
 class _Sites:
@@ -219,6 +238,12 @@ class _Sites:
             self._call(parent, field, index, node)
         elif isinstance(node, ast.Subscript):
             self._subscript(node)
+            self._unsqueeze(parent, field, index, node)
+        elif isinstance(node, ast.Compare):
+            self._compare(parent, field, index, node)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            self._add("mask-invert", parent, field, index, node.operand, node,
+                      f"{_name(node)} -> {_name(node.operand)}")
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in self.weights:
             for other in self.weights:
                 if other != node.id:
@@ -301,6 +326,7 @@ class _Sites:
                 naive = ast.BinOp(e, ast.Div(), _call(_attr(_call(_attr(node.args[0], "exp")), "sum"), dim,
                                                        keepdim=ast.Constant(True)))
                 self._add("softmax-naive", parent, field, index, naive, node, f"{text} -> {_name(naive)}")
+        self._mask_call(parent, field, index, node, method, owner, name)
         # a projection layer: self.W_o(x) -> x
         if isinstance(func, ast.Attribute) and _name(func.value) == "self" and func.attr in self.layers and node.args:
             self._add("projection-drop", parent, field, index, node.args[0], node, f"{text} -> {_name(node.args[0])}")
@@ -335,6 +361,81 @@ class _Sites:
                 args[i], args[i + 1] = args[i + 1], args[i]
                 new = ast.Call(func=func, args=args, keywords=node.keywords)
                 self._add("argument-swap", parent, field, index, new, node, f"{text} -> {_name(new)}")
+
+    # -------------------------------------------------------------- masks
+    def _mask_call(self, parent, field, index, node, method, owner, name):
+        """masked_fill, torch.where, tril and triu: the mask's convention, its fill value, its triangle."""
+        text = _name(node)
+        fill = method in ("masked_fill", "masked_fill_") and len(node.args) == 2
+        where = name == "where" and owner == "torch" and len(node.args) == 3
+        if fill or where:
+            cond = node.args[0]
+            if not (isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Invert)):    # ~~m: the drop does it
+                flipped = ast.UnaryOp(ast.Invert(), cond)
+                self._replace_call_arg(parent, field, index, node, 0, flipped, "mask-invert",
+                                       f"{text}: {_name(cond)} -> {_name(flipped)}")
+            for i in ((1,) if fill else (1, 2)):
+                value = node.args[i]
+                if _name(value) in MINUS_INF:
+                    for other in (0.0, -1e9):
+                        self._replace_call_arg(parent, field, index, node, i, ast.Constant(other), "fill-value",
+                                               f"{text}: {_name(value)} -> {other}")
+        if fill and method == "masked_fill":
+            self._add("masked-fill-drop", parent, field, index, node.func.value, node,
+                      f"{text} -> {_name(node.func.value)}")
+        if name in ("tril", "triu") and (owner == "torch" or (method and owner not in ("np", "numpy"))):
+            other = "triu" if name == "tril" else "tril"
+            func = _attr(node.func.value, other) if isinstance(node.func, ast.Attribute) else ast.Name(other, ast.Load())
+            swapped = ast.Call(func=func, args=node.args, keywords=node.keywords)
+            self._add("tri-swap", parent, field, index, swapped, node, f"{text} -> {_name(swapped)}")
+            position = 1 if owner == "torch" else 0          # torch.tril(x, k) or x.tril(k)
+            keyword = next((i for i, kw in enumerate(node.keywords) if kw.arg == "diagonal"), None)
+            current = (node.keywords[keyword].value if keyword is not None
+                       else node.args[position] if len(node.args) > position else ast.Constant(0))
+            for delta in (1, -1):
+                v = _int_value(current)
+                moved = _int(v + delta) if v is not None else ast.BinOp(current, ast.Add() if delta > 0 else ast.Sub(),
+                                                                         ast.Constant(1))
+                args, keywords = list(node.args), list(node.keywords)
+                if keyword is not None:
+                    keywords[keyword] = ast.keyword(arg="diagonal", value=moved)
+                elif len(args) > position:
+                    args[position] = moved
+                else:
+                    keywords.append(ast.keyword(arg="diagonal", value=moved))
+                new = ast.Call(func=node.func, args=args, keywords=keywords)
+                self._add("diagonal-change", parent, field, index, new, node, f"{text} -> {_name(new)}")
+
+    def _replace_call_arg(self, parent, field, index, call, i, value, operator, change):
+        args = list(call.args)
+        args[i] = value
+        self._add(operator, parent, field, index, ast.Call(func=call.func, args=args, keywords=call.keywords), call,
+                  change)
+
+    def _compare(self, parent, field, index, node):
+        """a <= b -> a < b (off by one), a >= b (the other triangle); one ordering comparison only."""
+        if len(node.ops) != 1 or type(node.ops[0]) not in ORDERINGS:
+            return
+        for other in ORDERINGS[type(node.ops[0])]:
+            new = ast.Compare(left=node.left, ops=[other()], comparators=node.comparators)
+            self._add("compare-change", parent, field, index, new, node, f"{_name(node)} -> {_name(new)}")
+
+    def _unsqueeze(self, parent, field, index, node):
+        """x[:, None, None, :] -> x[:, None, :, None]: each None swapped with a neighbouring `:`."""
+        if not isinstance(node.slice, ast.Tuple):
+            return
+        elts = node.slice.elts
+        kinds = ["none" if isinstance(e, ast.Constant) and e.value is None else
+                 "all" if isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None else
+                 "other" for e in elts]
+        if "other" in kinds or "none" not in kinds or "all" not in kinds:
+            return
+        for i in range(len(elts) - 1):
+            if kinds[i] != kinds[i + 1]:
+                moved = list(elts)
+                moved[i], moved[i + 1] = moved[i + 1], moved[i]
+                new = ast.Subscript(value=node.value, slice=ast.Tuple(moved, ast.Load()), ctx=node.ctx)
+                self._add("unsqueeze-move", parent, field, index, new, node, f"{_name(node)} -> {_name(new)}")
 
     def _transpose_axes(self, call, axes):
         """Each constant axis of a transpose moved by one (where it stays distinct from the others)."""
