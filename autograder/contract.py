@@ -121,9 +121,75 @@ STEP_BY_STEM = {s.stem: s for s in STEPS}
 
 
 def step_for_stem(stem):
-    """The Step whose file stem is `stem`, or None."""
+    """The Step whose file stem is `stem`, or None (steps of the first assignment only: the ones
+    the grader grades)."""
     return STEP_BY_STEM.get(stem)
 
+
+# ================================================================== the second assignment: modern_attention
+# The attention a real language model runs (issue 15), torch throughout, weights applied as x @ W.
+# `build` releases it (source/modern_attention/ -> assignments/modern_attention/, references in
+# solutions/modern_attention/); the grader does not grade it yet: STEPS, STEP_BY_STEM and
+# step_for_stem above are the first assignment's only. A new step is one more Step(...) in the tuple.
+MASK_ARG = V("mask=None", "bool, broadcastable to (..., T_q, T_k)")
+NO_KEY = "a query with no allowed key gets zero weights and a zero output, never NaN"
+
+STEPS_OF_MODERN_ATTENTION = (
+    Step(1, "01_masks", N_("Causal and padding masks"), "torch", (
+        Function("causal_mask", (V("T_q", "int"), V("T_k=None", "int, T_q if None"), V("device=None", "torch.device")),
+                 (V("mask", "bool (T_q, T_k)"),),
+                 "query i stands at position T_k - T_q + i (the last T_q positions) and may attend keys j <= it"),
+        Function("padding_mask", (V("lengths", "int (B,)"), V("T", "int")), (V("mask", "bool (B, T)"),),
+                 "True for the first lengths[b] tokens of row b"),
+        Function("masked_attention", (V("q", "(..., T_q, d)"), V("k", "(..., T_k, d)"), V("v", "(..., T_k, d_v)"),
+                                      MASK_ARG),
+                 (V("out", "(..., T_q, d_v)"), V("weights", "(..., T_q, T_k)")),
+                 "softmax(q k^T / sqrt(d)) v; mask True = may attend, on any device (moved to the inputs'); "
+                 f"masked weights exactly 0; {NO_KEY}"))),
+    Step(2, "02_cross_attention", N_("Cross-attention"), "torch", (
+        Function("cross_attention", (V("x", "(B, T_q, D)"), V("context", "(B, T_k, D_c)"), V("W_Q", "(D, D)"),
+                                     V("W_K", "(D_c, D)"), V("W_V", "(D_c, D)"), V("W_O", "(D, D)"),
+                                     V("num_heads", "int"), V("context_mask=None", "bool (B, T_k)")),
+                 (V("out", "(B, T_q, D)"), V("weights", "(B, h, T_q, T_k)")),
+                 "queries from x, keys and values from context; context_mask True = real token (the opposite "
+                 f"of nn.MultiheadAttention's key_padding_mask); scores scaled by sqrt(D/h); {NO_KEY}"),)),
+    Step(3, "03_grouped_query", N_("Grouped-query attention"), "torch", (
+        Function("grouped_query_attention", (X_BTD, V("W_Q", "(D, D)"), V("W_K", "(D, num_kv_heads * head_dim)"),
+                                             V("W_V", "(D, num_kv_heads * head_dim)"), V("W_O", "(D, D)"),
+                                             V("num_heads", "int"), V("num_kv_heads", "int"), V("causal=True", "bool")),
+                 (V("out", "(B, T, D)"), V("weights", "(B, num_heads, T, T)")),
+                 "head_dim = D / num_heads; key/value head j is columns j*head_dim .. (j+1)*head_dim - 1; query "
+                 "head i reads key/value head i // (num_heads // num_kv_heads); scaled by sqrt(head_dim); "
+                 "num_kv_heads = 1 is multi-query attention, = num_heads multi-head attention"),)),
+    Step(4, "04_rope", N_("Rotary position embeddings (RoPE)"), "torch", (
+        Function("rope_angles", (V("positions", "int (T,)"), V("head_dim", "int, even"), V("base=10000.0", "float")),
+                 (V("angles", "float64 (T, head_dim / 2)"),),
+                 "angles[t, i] = positions[t] * base ** (-2i / head_dim)"),
+        Function("apply_rope", (V("x", "(..., T, head_dim)"), V("positions", "int (T,)"), V("base=10000.0", "float")),
+                 (V("rotated", "the shape and dtype of x"),),
+                 "rotate half: element i pairs with element i + head_dim / 2, the pair of token t turned by "
+                 "angles[t, i]; cos and sin from the float64 angles, then cast to x's dtype"))),
+    Step(5, "05_kv_cache", N_("A KV cache for generation"), "torch", (
+        Module("CausalSelfAttention", (V("d_model", "int"), V("num_heads", "int")),
+               ("q_proj", "k_proj", "v_proj", "out_proj"),
+               Function("forward", (X_BTD, V("cache=None", "KVCache")), (V("out", "(B, T, D)"),),
+                        "layers without bias; causal multi-head attention scaled by sqrt(D/h); the step's own "
+                        "KVCache() has append(k, v) -> (k_all, v_all), k and v (B, h, T_new, D/h) appended along "
+                        "time, and len(cache), the cached length; with a cache, x holds the new tokens only (one or "
+                        "several), their keys and values are appended, and new query i attends keys "
+                        "j <= T_k - T + i")),)),
+    Step(6, "06_flash_attention", N_("Tiled attention with an online softmax"), "torch", (
+        Function("tiled_attention", (V("q", "(B, h, T_q, d)"), V("k", "(B, h, T_k, d)"), V("v", "(B, h, T_k, d)"),
+                                     V("block_size=64", "int"), V("causal=False", "bool")),
+                 (V("out", "(B, h, T_q, d)"), V("lse", "(B, h, T_q)")),
+                 "keys block_size at a time with a running maximum, running sum and rescaled accumulator (online "
+                 "softmax), never a (T_q, T_k) tensor; lse = logsumexp of the scores scaled by 1/sqrt(d); causal "
+                 "aligned at the end as in step 1; a query with no allowed key gets out 0 and lse -inf, never "
+                 "NaN"),)),
+)
+
+# Every assignment the kit releases, by folder name (source/<name>/ -> assignments/<name>/).
+ASSIGNMENTS = {ASSIGNMENT: STEPS, "modern_attention": STEPS_OF_MODERN_ATTENTION}
 
 # ------------------------------------------------------------------ the README's table, from the contract
 README_BEGIN, README_END = "<!-- contract:table begin -->", "<!-- contract:table end -->"
@@ -139,9 +205,19 @@ def _item(item):
     return f"`{item.signature()}`: {shapes}; {item.meaning}"
 
 
-def readme_table():
-    """The contract as the README shows it (a test checks that README.md holds exactly this)."""
+def readme_markers(assignment=ASSIGNMENT):
+    """(begin, end): the markers around an assignment's table in README.md (the first
+    assignment's are the plain ones)."""
+    if assignment == ASSIGNMENT:
+        return README_BEGIN, README_END
+    return f"<!-- contract:table {assignment} begin -->", f"<!-- contract:table {assignment} end -->"
+
+
+def readme_table(assignment=ASSIGNMENT):
+    """The contract of an assignment as the README shows it, between its markers (a test checks
+    that README.md holds exactly this)."""
+    begin, end = readme_markers(assignment)
     lines = ["| file | library | defines: shapes; meaning |", "|---|---|---|"]
-    for step in STEPS:
+    for step in ASSIGNMENTS[assignment]:
         lines.append(f"| `{step.stem}` | {step.framework} | " + "<br>".join(_item(i) for i in step.api) + " |")
-    return f"{README_BEGIN}\n" + "\n".join(lines) + f"\n{README_END}"
+    return f"{begin}\n" + "\n".join(lines) + f"\n{end}"

@@ -8,14 +8,34 @@ import json
 import pytest
 
 from autograder import contract
+from autograder.commands import release
 from conftest import ROOT
 
+# (assignment, step) for every step the kit releases; ids like "modern_attention/01_masks"
+ALL_STEPS = [(a, step) for a, steps in contract.ASSIGNMENTS.items() for step in steps]
+ALL_IDS = [f"{a}/{step.stem}" for a, step in ALL_STEPS]
 
-def test_the_readme_table_is_the_contract():
+
+@pytest.mark.parametrize("assignment", contract.ASSIGNMENTS)
+def test_the_readme_table_is_the_contract(assignment):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme.count(contract.README_BEGIN) == 1
-    a, b = readme.index(contract.README_BEGIN), readme.index(contract.README_END) + len(contract.README_END)
-    assert readme[a:b] == contract.readme_table(), "README's contract table is stale: paste contract.readme_table()"
+    begin, end = contract.readme_markers(assignment)
+    assert readme.count(begin) == 1, f"README has no table for {assignment}: paste contract.readme_table({assignment!r})"
+    a, b = readme.index(begin), readme.index(end) + len(end)
+    assert readme[a:b] == contract.readme_table(assignment), \
+        f"README's contract table of {assignment} is stale: paste contract.readme_table({assignment!r})"
+
+
+def test_the_assignments_of_the_contract():
+    """STEPS is the first assignment's; every step of every assignment has a stem of its own, and the
+    second assignment's are numbered from 1, in PyTorch."""
+    assert list(contract.ASSIGNMENTS)[0] == contract.ASSIGNMENT
+    assert contract.ASSIGNMENTS[contract.ASSIGNMENT] is contract.STEPS
+    stems = [step.stem for _a, step in ALL_STEPS]
+    assert len(stems) == len(set(stems)), "a file stem must say which assignment and step it is"
+    numbers = [s.number for s in contract.STEPS_OF_MODERN_ATTENTION]
+    assert numbers == list(range(1, len(numbers) + 1))
+    assert {s.framework for s in contract.STEPS_OF_MODERN_ATTENTION} == {"torch"}
 
 
 def _parameters(fn, skip_self=False):
@@ -25,10 +45,10 @@ def _parameters(fn, skip_self=False):
     return tuple(p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}" for p in params)
 
 
-@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
-def test_the_reference_defines_the_contract(step):
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=ALL_IDS)
+def test_the_reference_defines_the_contract(assignment, step):
     import importlib
-    ref = importlib.import_module(f"solutions.step{step.stem}")
+    ref = importlib.import_module(release.reference_module_name(assignment, step.stem))
     for item in step.api:
         obj = getattr(ref, item.name)
         if isinstance(item, contract.Module):
@@ -68,9 +88,10 @@ def _args(fn):
     return tuple(x.arg if d is None else f"{x.arg}={d}" for x, d in zip(a.args, defaults))
 
 
-@pytest.mark.parametrize("folder", ["source/self_attention", "assignments/self_attention"])
-@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
-def test_master_and_stub_define_the_contract_and_name_their_step(folder, step):
+@pytest.mark.parametrize("folder", ["source", "assignments"])
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=ALL_IDS)
+def test_master_and_stub_define_the_contract_and_name_their_step(folder, assignment, step):
+    folder = f"{folder}/{assignment}"
     found, meta = _defined(ROOT / folder / f"{step.stem}.ipynb")
     assert meta.get("stem") == step.stem and meta.get("step") == step.number, meta
     # the title is the contract's (reports show it): the notebook's metadata does not say otherwise

@@ -1,5 +1,9 @@
-"""One source of truth: solutions/ and assignments/ are generated from source/ and must not drift."""
+"""One source of truth: solutions/ and assignments/ are generated from source/ and must not drift,
+for every assignment of the contract (self_attention, modern_attention)."""
+import contextlib
+import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -9,10 +13,13 @@ import nbformat
 import pytest
 
 from autograder import contract
-from autograder.commands import release
+from autograder.commands import notebook_i18n, release
 from conftest import ROOT
 
 RELEASE = ROOT / "assignments" / contract.ASSIGNMENT
+# (assignment, step) for every step the kit releases; ids like "modern_attention/01_masks"
+ALL_STEPS = [(a, step) for a, steps in contract.ASSIGNMENTS.items() for step in steps]
+ALL_IDS = [f"{a}/{step.stem}" for a, step in ALL_STEPS]
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +39,15 @@ def test_a_drifted_copy_is_detected(fresh_build, tmp_path):
     nb = copy / "assignments" / contract.ASSIGNMENT / "04_softmax.ipynb"
     nb.write_text(nb.read_text().replace("softmax", "soft_max", 1))
     (copy / "solutions" / "step02_scores.py").write_text("# edited by hand\n")
-    assert sorted(release.differences(copy)) == [f"assignments/{contract.ASSIGNMENT}/04_softmax.ipynb",
-                                                 "solutions/step02_scores.py"]
+    (copy / "solutions" / "modern_attention" / "step01_masks.py").unlink()
+    (copy / "assignments" / "modern_attention" / "02_cross_attention.ipynb").write_text("{}")
+    # the English release where the Chinese one goes: a difference whether or not the build makes one
+    shutil.copytree(copy / "assignments" / "modern_attention", copy / "assignments" / "zh" / "modern_attention",
+                    dirs_exist_ok=True)
+    chinese = [f"assignments/zh/modern_attention/{p.name}" for p in (copy / "assignments" / "modern_attention").iterdir()]
+    assert sorted(release.differences(copy)) == sorted([
+        "assignments/modern_attention/02_cross_attention.ipynb", f"assignments/{contract.ASSIGNMENT}/04_softmax.ipynb",
+        "solutions/modern_attention/step01_masks.py", "solutions/step02_scores.py"] + chinese)
 
 
 def test_build_check_command_passes_on_the_committed_tree():
@@ -42,9 +56,9 @@ def test_build_check_command_passes_on_the_committed_tree():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
-def test_released_notebook_is_a_stub_without_hidden_tests_or_solutions(step):
-    nb = nbformat.read(str(RELEASE / f"{step.stem}.ipynb"), as_version=4)
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=ALL_IDS)
+def test_released_notebook_is_a_stub_without_hidden_tests_or_solutions(assignment, step):
+    nb = nbformat.read(str(ROOT / "assignments" / assignment / f"{step.stem}.ipynb"), as_version=4)
     text = "\n".join(c.source for c in nb.cells)
     for secret in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "grade_step"):
         assert secret not in text
@@ -57,9 +71,9 @@ def test_released_notebook_is_a_stub_without_hidden_tests_or_solutions(step):
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
 
 
-@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
-def test_source_notebook_declares_its_step(step):
-    nb = json.loads((ROOT / "source" / contract.ASSIGNMENT / f"{step.stem}.ipynb").read_text())
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=ALL_IDS)
+def test_source_notebook_declares_its_step(assignment, step):
+    nb = json.loads((ROOT / "source" / assignment / f"{step.stem}.ipynb").read_text())
     assert nb["metadata"]["attention_kit"]["stem"] == step.stem
     assert nb["metadata"]["attention_kit"]["step"] == step.number
 
@@ -72,3 +86,67 @@ def test_the_release_check_ignores_what_jupyterlab_writes_beside_the_notebooks(t
     (tmp_path / "04_softmax.ipynb").write_text("{}")
     (tmp_path / ".ipynb_checkpoints" / "04_softmax-checkpoint.ipynb").write_text("{}")
     assert release._files(tmp_path) == {Path("04_softmax.ipynb")}
+
+
+def test_an_assignment_is_released_in_a_language_once_its_catalogue_has_translations(fresh_build, monkeypatch):
+    """English always; Chinese for self_attention (its catalogue is complete), not yet for
+    modern_attention (no catalogue): the build makes exactly those folders."""
+    assert release.release_languages(contract.ASSIGNMENT) == ["en", "zh"]
+    for assignment in contract.ASSIGNMENTS:
+        languages = release.release_languages(assignment)
+        for lang in notebook_i18n.LANGUAGES:
+            folder = fresh_build / release.release_folder(lang) / assignment
+            assert folder.is_dir() == (lang in languages), (assignment, lang, languages)
+    # what switches a language on: one translated message of the notebooks' own text, not the stubs' alone
+    stub_only = {(None, m): "译文" for m, _why in notebook_i18n.RELEASE_MESSAGES}
+    monkeypatch.setitem(notebook_i18n._loaded, ("zh", "modern_attention"), stub_only)
+    assert release.release_languages("modern_attention") == ["en"]
+    monkeypatch.setitem(notebook_i18n._loaded, ("zh", "modern_attention"), {**stub_only, (None, "Hint"): "提示"})
+    assert release.release_languages("modern_attention") == ["en", "zh"]
+
+
+def test_the_build_stops_when_source_and_contract_disagree(tmp_path, monkeypatch):
+    """nbgrader releases whatever notebook lies in source/<assignment>/: the build first holds the
+    folders and notebooks to the contract, and names what is out of step."""
+    monkeypatch.setattr(release, "ROOT", tmp_path)
+    for assignment, steps in contract.ASSIGNMENTS.items():
+        (tmp_path / "source" / assignment).mkdir(parents=True)
+        for step in steps:
+            (tmp_path / "source" / assignment / f"{step.stem}.ipynb").write_text("{}")
+    (tmp_path / "source" / ".ipynb_checkpoints").mkdir()        # what JupyterLab leaves is no assignment
+    release.check_sources()
+    (tmp_path / "source" / "modern_attention" / "09_extra.ipynb").write_text("{}")
+    (tmp_path / "source" / "self_attention" / "04_softmax.ipynb").unlink()
+    (tmp_path / "source" / "week3").mkdir()
+    with pytest.raises(release.ReleaseError) as err:
+        release.check_sources()
+    assert str(err.value).splitlines() == [
+        "source/week3/ is not an assignment of autograder/contract.py (ASSIGNMENTS)",
+        "source/self_attention/04_softmax.ipynb is missing (a step of autograder/contract.py)",
+        "source/modern_attention/09_extra.ipynb is not a step of autograder/contract.py: add its Step"]
+
+
+@pytest.mark.parametrize("step", contract.STEPS_OF_MODERN_ATTENTION, ids=lambda s: s.stem)
+def test_a_released_stub_fails_its_visible_tests_naming_its_step(step):
+    """Run top to bottom (here, cell by cell in one namespace), an untouched stub of the second
+    assignment fails every visible test cell with one of its stubs' own messages, "Step N: implement
+    <name>", the first test cell with the first stub's."""
+    nb = nbformat.read(str(ROOT / "assignments" / "modern_attention" / f"{step.stem}.ipynb"), as_version=4)
+    stubs = re.findall(r'raise NotImplementedError\("(Step \d+: implement [\w.]+)"\)', "\n".join(c.source for c in nb.cells))
+    assert stubs and all(m.startswith(f"Step {step.number}: ") for m in stubs), stubs
+    namespace, failed = {"__name__": "__main__"}, {}
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                exec(compile(cell.source, grade_id, "exec"), namespace)
+        except NotImplementedError as err:          # anything else fails this test
+            failed[grade_id] = str(err)
+    tests = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
+             and c.metadata["nbgrader"]["grade_id"].endswith("_tests") and not c.metadata["nbgrader"]["grade"]
+             and not c.metadata["nbgrader"]["grade_id"].endswith("_test_tools_tests")]
+    assert tests and set(tests) <= set(failed), f"visible test cells that pass on the stub: {set(tests) - set(failed)}"
+    assert set(failed.values()) <= set(stubs), failed
+    assert failed[tests[0]] == stubs[0]

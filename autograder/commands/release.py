@@ -1,14 +1,18 @@
-"""Releasing the assignment: source/ is the master, everything here is derived from it.
+"""Releasing the assignments: source/ is the master, everything here is derived from it.
 
-`python -m autograder build` regenerates, from source/self_attention/*.ipynb:
-  - solutions/stepNN_<name>.py: the imports cell and the solution cells, markers removed
-    (the oracle of every hidden check), and
-  - assignments/self_attention/*.ipynb: the student release, by nbgrader's own
+`python -m autograder build` regenerates, from source/<assignment>/*.ipynb for every assignment
+of contract.ASSIGNMENTS (self_attention, modern_attention):
+  - the references: the imports cell and the solution cells, markers removed (the oracle of
+    every hidden check): solutions/stepNN_<name>.py for self_attention, and
+    solutions/<assignment>/stepNN_<name>.py (a package) for the others,
+  - assignments/<assignment>/*.ipynb: the student release, by nbgrader's own
     `generate_assignment` (configured in nbgrader_config.py, with `StepStubs` below),
-  - assignments/zh/self_attention/*.ipynb: the same release in Simplified Chinese, by the same
+  - assignments/zh/<assignment>/*.ipynb: the same release in Simplified Chinese, by the same
     command with `--AttentionKit.language=zh` (`TranslateNotebook` below puts in the translations
-    of autograder/locale/zh/LC_MESSAGES/notebooks.po, see autograder/notebook_i18n.py), and
-  - autograder/locale/notebooks.pot: the catalogue template of the notebooks' text.
+    of the assignment's catalogue, autograder/locale/zh/LC_MESSAGES/notebooks*.po, see
+    notebook_i18n.py), for an assignment whose catalogue has translations (none yet for
+    modern_attention: it is released in English only), and
+  - autograder/locale/notebooks*.pot: the catalogue template of each assignment's text.
 `python -m autograder build --check` regenerates into a temporary folder and fails on any
 difference from the committed copies.
 """
@@ -28,8 +32,35 @@ from autograder.submitted_files import SKIPPED_FOLDERS
 from autograder.commands import notebook_i18n
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "source" / contract.ASSIGNMENT
+SOURCE = ROOT / "source" / contract.ASSIGNMENT          # the first assignment's masters
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+class ReleaseError(RuntimeError):
+    """source/ and the contract disagree: a folder or notebook without its contract entry, or a step
+    without its notebook."""
+
+
+def source_folder(assignment=contract.ASSIGNMENT):
+    return ROOT / "source" / assignment
+
+
+def check_sources():
+    """Raise ReleaseError unless every folder of source/ is an assignment of the contract and holds
+    exactly its steps' notebooks (nbgrader would release any notebook it finds there)."""
+    problems = []
+    for folder in sorted(p for p in (ROOT / "source").iterdir() if p.is_dir() and not p.name.startswith(".")):
+        if folder.name not in contract.ASSIGNMENTS:
+            problems.append(f"source/{folder.name}/ is not an assignment of autograder/contract.py (ASSIGNMENTS)")
+    for assignment, steps in contract.ASSIGNMENTS.items():
+        found = {p.stem for p in source_folder(assignment).glob("*.ipynb")}
+        stems = {step.stem for step in steps}
+        problems += [f"source/{assignment}/{stem}.ipynb is not a step of autograder/contract.py: add its Step"
+                     for stem in sorted(found - stems)]
+        problems += [f"source/{assignment}/{stem}.ipynb is missing (a step of autograder/contract.py)"
+                     for stem in sorted(stems - found)]
+    if problems:
+        raise ReleaseError("\n".join(problems))
 
 
 # ------------------------------------------------------------------ solutions/ from source/
@@ -41,7 +72,7 @@ def is_solution_cell(cell):
     return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution", False)
 
 
-def solution_module(nb_path):
+def solution_module(nb_path, assignment=contract.ASSIGNMENT):
     """The reference module's text: imports cell + solution cells, solution markers dropped."""
     nb = nbformat.read(str(nb_path), as_version=4)
     blocks = []
@@ -50,7 +81,7 @@ def solution_module(nb_path):
             lines = [ln for ln in cell.source.split("\n") if BEGIN not in ln and END not in ln]
             blocks.append("\n".join(lines).strip("\n"))
     header = (f'"""Reference for step {nb.metadata["attention_kit"]["step"]}, generated from '
-              f'source/{contract.ASSIGNMENT}/{nb_path.name}\nby `python -m autograder build`. Do not edit: '
+              f'source/{assignment}/{nb_path.name}\nby `python -m autograder build`. Do not edit: '
               'edit the notebook and rebuild."""\n')
     return header + "\n\n\n".join(blocks) + "\n"
 
@@ -59,71 +90,121 @@ def solution_filename(stem):
     return f"step{stem}.py"          # "04_softmax" -> "step04_softmax.py", an importable name
 
 
+def solutions_subfolder(assignment):
+    """Where an assignment's references go inside solutions/: the first assignment's at the top
+    (solutions.step04_softmax), the others in a package of their name (solutions.modern_attention)."""
+    return "" if assignment == contract.ASSIGNMENT else assignment
+
+
+def reference_module_name(assignment, stem):
+    """The import name of a step's reference: "solutions.step04_softmax",
+    "solutions.modern_attention.step01_masks"."""
+    package = ".".join(p for p in ("solutions", solutions_subfolder(assignment)) if p)
+    return f"{package}.{solution_filename(stem)[:-3]}"
+
+
 def write_solutions(out_dir):
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "__init__.py").write_text(
-        '"""Reference implementations, generated from source/ by `python -m autograder build`."""\n')
-    for step in contract.STEPS:
-        (out_dir / solution_filename(step.stem)).write_text(solution_module(SOURCE / f"{step.stem}.ipynb"))
+    for assignment, steps in contract.ASSIGNMENTS.items():
+        folder = out_dir / solutions_subfolder(assignment)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").write_text(
+            '"""Reference implementations, generated from source/ by `python -m autograder build`."""\n'
+            if folder == out_dir else
+            f'"""Reference implementations of {assignment}, generated from source/{assignment}/ by '
+            '`python -m autograder build`."""\n')
+        for step in steps:
+            nb = source_folder(assignment) / f"{step.stem}.ipynb"
+            (folder / solution_filename(step.stem)).write_text(solution_module(nb, assignment))
 
 
 # ------------------------------------------------------------------ assignments/ by nbgrader
 def release_folder(lang):
     """Where the release in `lang` lives, relative to the repo: assignments/ for English,
-    assignments/<lang>/ for the others (each holding self_attention/)."""
+    assignments/<lang>/ for the others (each holding a folder per assignment)."""
     return "assignments" if lang == "en" else f"assignments/{lang}"
 
 
-def generate_assignment(release_dirs):
-    """Run nbgrader's generate_assignment with the kit's config, once per {lang: release folder}
+def release_languages(assignment):
+    """The languages `assignment` is released in: English, and each language its catalogue has
+    translations for (notebook_i18n.has_translations)."""
+    return [lang for lang in notebook_i18n.LANGUAGES if notebook_i18n.has_translations(lang, assignment)]
+
+
+def generate_assignment(release_dirs, assignments=None):
+    """Run nbgrader's generate_assignment with the kit's config, for each {lang: release folder}
     of `release_dirs`, in that language (the course's setting c.AttentionKit.language,
-    overridden on the command line). The runs go side by side: each is mostly nbgrader's start."""
+    overridden on the command line), releasing the assignments of `assignments[lang]` (all of
+    contract.ASSIGNMENTS by default). One run releases all of a language's assignments (nbgrader
+    takes the assignment as a glob: "*" is every folder of source/, which check_sources holds to
+    the contract); the runs go side by side: each is mostly nbgrader's start."""
+    everything = sorted(contract.ASSIGNMENTS)
     with tempfile.TemporaryDirectory() as tmp:
         # nbgrader runs `alembic` for its database: the venv's bin/ must be on PATH
         env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
         runs = {}
         for lang, release_dir in release_dirs.items():
-            cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", contract.ASSIGNMENT, "--force",
-                   f"--CourseDirectory.release_directory={release_dir}",
-                   f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook-{lang}.db", "--log-level=WARN",
-                   f"--AttentionKit.language={lang}",
-                   # a broken nbgrader_config.py must stop the build, not fall back to plain stubs
-                   "--NbGraderApp.raise_config_file_errors=True"]
-            runs[lang] = subprocess.Popen(cmd, cwd=ROOT, env=env)
-        failed = [lang for lang, proc in runs.items() if proc.wait() != 0]
+            names = sorted((assignments or {}).get(lang, everything))
+            patterns = ["*"] if names == everything and len(names) > 1 else names
+            for pattern in patterns:
+                cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", pattern, "--force",
+                       f"--CourseDirectory.release_directory={release_dir}",
+                       f"--CourseDirectory.db_url=sqlite:///{tmp}/gradebook-{lang}-{len(runs)}.db",
+                       "--log-level=WARN", f"--AttentionKit.language={lang}",
+                       # a broken nbgrader_config.py must stop the build, not fall back to plain stubs
+                       "--NbGraderApp.raise_config_file_errors=True"]
+                runs[lang, pattern] = subprocess.Popen(cmd, cwd=ROOT, env=env)
+        failed = [f"{lang} {pattern}" for (lang, pattern), proc in runs.items() if proc.wait() != 0]
         if failed:
             raise subprocess.CalledProcessError(1, f"nbgrader generate_assignment ({', '.join(failed)})")
 
 
-def master_notebooks():
-    return [SOURCE / f"{step.stem}.ipynb" for step in contract.STEPS]
+def master_notebooks(assignment=contract.ASSIGNMENT):
+    return [source_folder(assignment) / f"{step.stem}.ipynb" for step in contract.ASSIGNMENTS[assignment]]
 
 
-def write_template(path):
-    """The gettext template (.pot) of every message in the masters."""
-    notebook_i18n.write_catalogue(notebook_i18n.template(notebook_i18n.extract(master_notebooks(), ROOT)), path)
+def write_template(path, assignment=contract.ASSIGNMENT):
+    """The gettext template (.pot) of every message in the assignment's masters."""
+    entries = notebook_i18n.extract(master_notebooks(assignment), ROOT)
+    notebook_i18n.write_catalogue(notebook_i18n.template(entries, assignment), path)
 
 
-TEMPLATE = notebook_i18n.TEMPLATE.relative_to(ROOT).as_posix()      # autograder/locale/notebooks.pot
+def template_file(assignment=contract.ASSIGNMENT):
+    """An assignment's template, relative to the repo: autograder/locale/notebooks*.pot."""
+    return notebook_i18n.template_path(assignment).relative_to(ROOT).as_posix()
+
+
+TEMPLATE = template_file()      # autograder/locale/notebooks.pot, the first assignment's
 
 
 def build(out_root=ROOT):
-    """Regenerate solutions/, assignments/ (every language) and the template under out_root
-    (the repo itself by default)."""
+    """Regenerate solutions/, assignments/ (every assignment, every language it is translated
+    into) and the templates under out_root (the repo itself by default)."""
+    check_sources()
     out_root = Path(out_root)
     write_solutions(out_root / "solutions")
-    write_template(out_root / TEMPLATE)
+    for assignment in contract.ASSIGNMENTS:
+        write_template(out_root / template_file(assignment), assignment)
     releases = {lang: out_root / release_folder(lang) for lang in notebook_i18n.LANGUAGES}
     for release in releases.values():
-        if (release / contract.ASSIGNMENT).exists():
-            shutil.rmtree(release / contract.ASSIGNMENT)
-    generate_assignment(releases)
+        for assignment in contract.ASSIGNMENTS:     # a language an assignment lost leaves nothing behind
+            if (release / assignment).exists():
+                shutil.rmtree(release / assignment)
+    wanted = {lang: [a for a in contract.ASSIGNMENTS if lang in release_languages(a)] for lang in releases}
+    generate_assignment({lang: releases[lang] for lang in releases if wanted[lang]}, wanted)
 
 
 def generated_paths():
     """What `build` writes, relative to the repo: folders and files."""
-    return (["solutions"] + [f"{release_folder(lang)}/{contract.ASSIGNMENT}" for lang in notebook_i18n.LANGUAGES]
-            + [TEMPLATE])
+    return (["solutions"] + [f"{release_folder(lang)}/{assignment}" for assignment in contract.ASSIGNMENTS
+                             for lang in release_languages(assignment)]
+            + [template_file(assignment) for assignment in contract.ASSIGNMENTS])
+
+
+def unreleased_paths():
+    """Release folders `build` must not leave behind: an assignment in a language it is not
+    released in (yet)."""
+    return [f"{release_folder(lang)}/{assignment}" for assignment in contract.ASSIGNMENTS
+            for lang in notebook_i18n.LANGUAGES if lang not in release_languages(assignment)]
 
 
 def _files(folder):
@@ -137,9 +218,10 @@ def _files(folder):
 
 
 def differences(out_root):
-    """Files that differ between a fresh build in out_root and the committed copies."""
+    """Files that differ between a fresh build in out_root and the committed copies (a file of an
+    unreleased folder is one)."""
     diffs = []
-    for rel in generated_paths():
+    for rel in generated_paths() + unreleased_paths():
         fresh, committed = Path(out_root) / rel, ROOT / rel
         for name in sorted(_files(fresh) | _files(committed)):
             a, b = fresh / name, committed / name
@@ -196,12 +278,18 @@ class TranslateNotebook(NbGraderPreprocessor):
         lang = release_language(self)
         if lang == "en":
             return nb, resources
-        table = notebook_i18n.translations(lang)
+        assignment = notebook_assignment(resources)
+        table = notebook_i18n.translations(lang, assignment)
         untranslated = [m for m in notebook_i18n.messages(nb) if (None, m) not in table]
         if untranslated:
             self.log.warning("attention-kit: %d message(s) of %s have no %s translation and stay in English",
                              len(untranslated), resources.get("unique_key", "a notebook"), lang)
-        return notebook_i18n.translate_notebook(nb, lang), resources
+        return notebook_i18n.translate_notebook(nb, lang, assignment), resources
+
+
+def notebook_assignment(resources):
+    """The assignment nbgrader is releasing the notebook of (its catalogue translates it)."""
+    return (resources.get("nbgrader") or {}).get("assignment") or contract.ASSIGNMENT
 
 
 class StepStubs(ClearSolutions):
@@ -211,13 +299,14 @@ class StepStubs(ClearSolutions):
     def preprocess(self, nb, resources):
         self.step_number = nb.metadata.get("attention_kit", {}).get("step", "?")
         self.language = release_language(self)
+        self.assignment = notebook_assignment(resources)
         return super().preprocess(nb, resources)
 
     def _stub(self, indent, fn):
-        lang = getattr(self, "language", "en")
-        comment = notebook_i18n.gettext(lang, "YOUR CODE HERE")
-        message = notebook_i18n.gettext(lang, "Step {step}: implement {name}").format(step=self.step_number,
-                                                                                      name=fn or "this")
+        lang, assignment = getattr(self, "language", "en"), getattr(self, "assignment", contract.ASSIGNMENT)
+        comment = notebook_i18n.gettext(lang, "YOUR CODE HERE", assignment=assignment)
+        message = notebook_i18n.gettext(lang, "Step {step}: implement {name}", assignment=assignment).format(
+            step=self.step_number, name=fn or "this")
         literal = f'"{message}"' if '"' not in message and "\\" not in message else repr(message)
         return [indent + f"# {comment}", indent + f"raise NotImplementedError({literal})"]
 

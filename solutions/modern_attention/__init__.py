@@ -1,0 +1,1 @@
+"""Reference implementations of modern_attention, generated from source/modern_attention/ by `python -m autograder build`."""
