@@ -133,6 +133,53 @@ class MultiHeadSelfAttention(nn.Module):
         multi_qkv="(self.q_proj(x), self.k_proj(x), self.v_proj(x))",
         split="t.view(B, T, self.h, -1).permute(0, 2, 1, 3)", head_dim="D // self.h",
         merge="o.permute(0, 2, 1, 3).reshape(B, T, D)", out="self.out_proj(o)", attend="attend"),
+    # ---- modern_attention templates: 01_masks, 02_cross_attention
+    # tril for the causal mask, expand for padding, einsum and torch.where for the attention (the
+    # references: arange comparisons, masked_fill)
+    "01_masks": dict(code='''
+import torch
+
+def causal_mask(T_q, T_k=None, device=None):
+    $causal_early
+    T_k = T_q if T_k is None else T_k
+    full = torch.ones(T_q, T_k, dtype=torch.bool, device=device)
+    return $causal
+
+def padding_mask(lengths, T):
+    return $padding
+
+def masked_attention(q, k, v, mask=None):
+    s = torch.einsum("...id,...jd->...ij", q, k) * q.shape[-1] ** -0.5
+    if mask is None:
+        w = s.softmax(-1)
+    else:
+        allowed = $allowed
+        w = $weights
+    return $out, w
+''', causal_early="pass", causal="full.tril(diagonal=T_k - T_q)",
+        padding="torch.arange(T, device=lengths.device).expand(len(lengths), T) < lengths.unsqueeze(-1)",
+        allowed="mask.to(s.device)", weights="torch.where(allowed, torch.where(allowed, s, float('-inf')).softmax(-1), 0.0)",
+        out='torch.einsum("...ij,...jd->...id", w, v)'),
+    # unflatten for the heads, flatten to merge them, the mask viewed as (B, 1, 1, T_k)
+    "02_cross_attention": dict(code='''
+import torch
+
+def cross_attention(x, context, W_Q, W_K, W_V, W_O, num_heads, context_mask=None):
+    q = torch.einsum("btd,de->bte", x, W_Q).unflatten(-1, (num_heads, -1)).transpose(1, 2)
+    k, v = (torch.einsum("btc,cd->btd", $kv, W).unflatten(-1, (num_heads, -1)).transpose(1, 2) for W in (W_K, W_V))
+    s = torch.einsum("bhid,bhjd->bhij", q, k) / q.shape[-1] ** 0.5
+    if context_mask is None:
+        w = s.softmax(-1)
+    else:
+        allowed = $allowed
+        w = $weights
+    heads = $heads
+    return heads.transpose(1, 2).flatten(2) @ W_O, w
+''', kv="context", allowed="context_mask.to(s.device).view(context_mask.shape[0], 1, 1, -1)",
+        weights="torch.where(allowed, torch.where(allowed, s, float('-inf')).softmax(-1), 0.0)",
+        heads='torch.einsum("bhij,bhjd->bhid", w, v)'),
+    # ---- modern_attention templates: 03_grouped_query, 04_rope
+    # ---- modern_attention templates: 05_kv_cache, 06_flash_attention
 }
 
 # ------------------------------------------------------------------ the mistakes
@@ -235,6 +282,50 @@ CASES = [
     ("forbidden-api", "07_full_module",
      dict(attend="(lambda q, k, v, d: (torch.nn.functional.scaled_dot_product_attention(q, k, v), "
                  "attend(q, k, v, d)[1]))"), "7.13"),
+    # ---- modern_attention cases: 01_masks, 02_cross_attention
+    # each mask function is checked on its own (1.1, 1.2, 1.4-1.6 with the grader's masks), then through the
+    # others (1.7 causal, 1.8 padding): a convention flipped in all three composes right there, not alone
+    ("causal-upper-triangle", "01_masks", dict(causal="full.triu(diagonal=T_k - T_q)"), "1.1 1.7"),
+    ("mask-true-blocked", "01_masks",
+     dict(causal="~full.tril(diagonal=T_k - T_q)", allowed="~mask.to(s.device)",
+          padding="~(torch.arange(T, device=lengths.device).expand(len(lengths), T) < lengths.unsqueeze(-1))"),
+     "1.1 1.2 1.4 1.5 1.6 1.9"),
+    ("causal-aligned-at-start", "01_masks", dict(causal="full.tril()"), "1.1 1.7"),
+    ("causal-excludes-diagonal", "01_masks", dict(causal="full.tril(diagonal=T_k - T_q - 1)"), "1.1 1.7"),
+    ("padding-off-by-one", "01_masks",
+     dict(padding="torch.arange(T, device=lengths.device).expand(len(lengths), T) <= lengths.unsqueeze(-1)"), "1.2 1.8"),
+    ("mask-after-softmax", "01_masks", dict(weights="torch.where(allowed, s.softmax(-1), 0.0)"),
+     "1.4 1.5 1.6 1.7 1.8 1.9"),
+    ("mask-fill-zero", "01_masks", dict(weights="torch.where(allowed, s, 0.0).softmax(-1)"), "1.4 1.5 1.6 1.7 1.8 1.9"),
+    ("mask-ignored", "01_masks", dict(weights="s.softmax(-1)"), "1.4 1.5 1.6 1.7 1.8 1.9"),
+    # right wherever a query has an allowed key: only the rows without one show them
+    ("masked-row-nan", "01_masks", dict(weights="torch.where(allowed, s, float('-inf')).softmax(-1)"),
+     "1.4 1.5 1.6 1.9"),
+    ("mask-fill-finite", "01_masks", dict(weights="torch.where(allowed, s, -1e9).softmax(-1)"), "1.4 1.5 1.6 1.9"),
+    ("not-vectorized", "01_masks",
+     dict(causal_early="return torch.stack([torch.arange(T_k or T_q, device=device) <= i + (T_k or T_q) - T_q "
+                       "for i in range(T_q)])"), "1.11"),
+    ("forbidden-api", "01_masks", dict(out="torch.nn.functional.scaled_dot_product_attention(q, k, v) if mask is None "
+                                           'else torch.einsum("...ij,...jd->...id", w, v)'), "1.12"),
+    # D_c != D: x @ W_K raises wherever the shapes differ; 2.4 (T_q = T_k, D_c = D) names it
+    ("kv-from-x", "02_cross_attention", dict(kv="x"), "2.1 2.2 2.3 2.4 2.5 2.6 2.7 2.8 2.9 2.10 2.11"),
+    ("key-padding-mask-convention", "02_cross_attention",
+     dict(allowed="~context_mask.to(s.device).view(context_mask.shape[0], 1, 1, -1)"), "2.2 2.3 2.4 2.6 2.7 2.8"),
+    ("mask-after-softmax", "02_cross_attention", dict(weights="torch.where(allowed, s.softmax(-1), 0.0)"),
+     "2.2 2.3 2.4 2.6 2.7 2.8"),
+    ("mask-fill-zero", "02_cross_attention", dict(weights="torch.where(allowed, s, 0.0).softmax(-1)"),
+     "2.2 2.3 2.4 2.6 2.7 2.8"),
+    ("mask-ignored", "02_cross_attention", dict(weights="s.softmax(-1)"), "2.2 2.3 2.4 2.6 2.7 2.8"),
+    ("masked-row-nan", "02_cross_attention", dict(weights="torch.where(allowed, s, float('-inf')).softmax(-1)"),
+     "2.2 2.7"),
+    ("mask-fill-finite", "02_cross_attention", dict(weights="torch.where(allowed, s, -1e9).softmax(-1)"), "2.2 2.7"),
+    # the weighted sum one batch entry at a time
+    ("not-vectorized", "02_cross_attention", dict(heads="torch.stack([wb @ vb for wb, vb in zip(w, v)])"), "2.10"),
+    ("forbidden-api", "02_cross_attention",
+     dict(heads="torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed) if context_mask is not "
+                'None else torch.einsum("bhij,bhjd->bhid", w, v)'), "2.11"),
+    # ---- modern_attention cases: 03_grouped_query, 04_rope
+    # ---- modern_attention cases: 05_kv_cache, 06_flash_attention
 ]
 
 

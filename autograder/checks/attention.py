@@ -17,13 +17,16 @@ Every failure goes through `expect.fail`, with the misconceptions it recognised.
 variants come from `solutions/` and `reference/variants.py`: no attention math is written here.
 """
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
 from autograder.checks.expect import (CheckFailed, compare, expect_array, expect_close, expect_finite,
                                       expect_pair, expect_shape, expect_unchanged, fail, note,
                                       show_example, _framework)
+from autograder.checks.student import Student
 from autograder.checks.tolerances import large_scores_tolerance, tolerance
+from autograder.sandbox import protocol
 from autograder.sandbox.protocol import Returned, Seq
 from autograder.i18n import _
 from autograder.reference import variants
@@ -235,6 +238,39 @@ def _tell_nonfinite(arrays, what, dtype, largest, mistake, name_unstable, global
             expect_finite(got, what if name is None else what + ": " + name, hint)
         except CheckFailed as failure:
             fail(failure.message, found)
+
+
+# ------------------------------------------------------------------ masks: arguments placed on their own
+@dataclass(frozen=True)
+class Placed:
+    """An argument sent as a tensor on its own `device`, never cast: a bool mask on the CPU beside
+    inputs on CUDA (the contract says the code moves it), or kept bool beside float16 inputs."""
+    value: np.ndarray
+    device: str = "cpu"
+
+
+class _Placing(Student):
+    """A Student whose arguments may be `Placed` or a str (a device name, `device="cuda"`)."""
+
+    def _encode(self, x):
+        if isinstance(x, Placed):
+            return protocol.encode_value(x.value, True, x.device, None)
+        if type(x) is str:
+            return {"t": "scalar", "value": x}      # the child hands scalars over as they are
+        return super()._encode(x)
+
+
+def placing(student):
+    """The same student (device, cast), able to take `Placed` arguments and device names."""
+    return _Placing(student.session, student.device, student.cast)
+
+
+def grad_target(name, inputs, extra=()):
+    """A grad target (gradients.function_target) whose further arguments may be arrays too: a mask,
+    sent as a tensor and not differentiated."""
+    target = protocol.function_target(name, inputs)
+    target["extra"] = [protocol.encode_value(v, as_tensor=True) for v in extra]
+    return target
 
 
 # ------------------------------------------------------------------ the feedback page's example

@@ -133,7 +133,7 @@ CATALOGUE = {m.id: m for m in (
            "use .detach() and .item() only for printing or plotting.")),
     # the complexity and api checks (complexity.py): named from the child's counts, not from values
     Misconception(
-        "not-vectorized", (1, 2, 3, 4, 5, 6, 7),
+        "not-vectorized", (1, 2, 3, 4, 5, 6, 7, "01_masks", "02_cross_attention"),
         N_("your code loops in Python over positions, batch entries or heads."),
         N_("A Python loop runs the interpreter once per item; whole-array operations run the same "
            "arithmetic in compiled code for all items at once, which is what keeps attention fast on "
@@ -151,12 +151,106 @@ CATALOGUE = {m.id: m for m in (
            "the memory of the result, for what one matrix product computes without it."),
         N_("use weights @ V.")),
     Misconception(
-        "forbidden-api", (4, 6, 7),
+        "forbidden-api", (4, 6, 7, "01_masks", "02_cross_attention"),
         N_("your code calls a library function that this step asks you to write yourself."),
         N_("The step is there for you to build it from the operations underneath; the library call skips "
            "what the exercise teaches."),
         N_("write it with the basic operations the notebook uses (exp, max, sum, @, transpose); the message "
            "names the call to replace.")),
+    # ---- modern_attention: 01_masks, 02_cross_attention
+    # masks: True = may attend. Named by applying each mistake to the references (reference/modern/masks.py,
+    # cross_attention.py); a causal-mask mistake shows only with T_q != T_k (alignment) or on the diagonal
+    Misconception(
+        "mask-after-softmax", ("01_masks", "02_cross_attention"),
+        N_("you applied the mask after the softmax: the blocked weights were set to 0, but the softmax had already "
+           "shared each row's weight among every key, so the allowed ones no longer sum to 1."),
+        N_("A mask acts on the scores: a blocked score of -inf makes exp() exactly 0 before the weights are "
+           "normalised, so the allowed keys share all of the weight."),
+        N_("fill the blocked scores with float('-inf') before torch.softmax (scores.masked_fill(~mask, "
+           "float('-inf'))); after it, only set the weights of blocked keys to 0 again.")),
+    Misconception(
+        "mask-fill-zero", ("01_masks", "02_cross_attention"),
+        N_("you set the blocked scores to 0 instead of -inf: exp(0) = 1, so blocked keys still get weight."),
+        N_("A softmax weight is exp(score) / sum: only a score of -inf gives a weight of exactly 0. A score of 0 is an "
+           "ordinary score (scores * mask gives it too), often larger than the allowed ones."),
+        N_("scores.masked_fill(~mask, float('-inf')), not masked_fill(~mask, 0) and not scores * mask.")),
+    Misconception(
+        "mask-fill-finite", ("01_masks", "02_cross_attention"),
+        N_("you filled the blocked scores with a large finite number (such as -1e9 or torch.finfo(dtype).min) "
+           "instead of -inf: right wherever a query has an allowed key, but a query with none gets equal weights "
+           "1/T_k on keys it may not attend."),
+        N_("When every score of a row is the same fill value, the softmax spreads the weight evenly over them: the "
+           "query reads keys it must not see (padding, the future), and nothing tells you."),
+        N_("fill with float('-inf') and set the blocked weights to 0 after the softmax "
+           "(weights.masked_fill(~mask, 0.0)); with a finite fill, zeroing the blocked weights afterwards is "
+           "needed too.")),
+    Misconception(
+        "masked-row-nan", ("01_masks", "02_cross_attention"),
+        N_("a query with no allowed key got NaN: the softmax of a row of -inf is 0 / 0."),
+        N_("A query can have nothing to attend (a sequence of padding only, a context without a real token, more "
+           "queries than keys under the causal rule). Its weights and output must be 0, or the NaN spreads to "
+           "everything computed from it, gradients included."),
+        N_("after the softmax, set the blocked weights to 0: weights.masked_fill(~mask, 0.0) turns such a row "
+           "into zeros (and so its output).")),
+    Misconception(
+        "mask-ignored", ("01_masks", "02_cross_attention"),
+        N_("your result is the one without any mask: the mask was never applied."),
+        N_("masked_fill returns a new tensor and leaves its input as it was: scores.masked_fill(...) on a line of its "
+           "own is lost (masked_fill_, with the underscore, works in place)."),
+        N_("assign the result: scores = scores.masked_fill(~mask, float('-inf')).")),
+    Misconception(
+        "mask-true-blocked", ("01_masks",),
+        N_("your masks use True for a blocked position (or your code reads True as blocked); in this assignment "
+           "True means may attend."),
+        N_("Conventions differ: nn.MultiheadAttention's key_padding_mask and attn_mask take True as blocked, "
+           "F.scaled_dot_product_attention and this assignment True as allowed. Each function is checked on its own, "
+           "so a convention flipped in all three alike still shows."),
+        N_("causal_mask is True where key j <= the query's position, padding_mask True on the real tokens, and "
+           "masked_attention blocks where the mask is False: masked_fill(~mask, float('-inf')).")),
+    Misconception(
+        "causal-upper-triangle", ("01_masks",),
+        N_("your causal mask is the upper triangle: each query may attend the keys after it (the future) instead of "
+           "those before it."),
+        N_("A decoder predicts the next token from the ones before it: the query at position p may see keys j <= p, "
+           "the lower triangle; triu keeps the future."),
+        N_("use tril (or key_position <= query_position), with diagonal=T_k - T_q.")),
+    Misconception(
+        "causal-aligned-at-start", ("01_masks",),
+        N_("your causal mask puts query i at position i; the queries are the last T_q positions: query i stands at "
+           "position T_k - T_q + i."),
+        N_("When new tokens meet a cache of earlier ones (T_q < T_k), the queries are the newest positions and the "
+           "last one sees every key. Aligned at the start, they would not see most of what came before them."),
+        N_("shift the queries' positions by T_k - T_q: torch.arange(T_q) + (T_k - T_q), or "
+           "tril(diagonal=T_k - T_q).")),
+    Misconception(
+        "causal-excludes-diagonal", ("01_masks",),
+        N_("your causal mask does not let a query attend its own position (j < its position instead of j <= it)."),
+        N_("Causal means no future: the token at position t may use positions 0 to t, itself included. Without the "
+           "diagonal the first query has nothing to attend at all."),
+        N_("keep the diagonal: key j <= the query's position (<=, not <; tril(diagonal=T_k - T_q), not "
+           "T_k - T_q - 1).")),
+    Misconception(
+        "padding-off-by-one", ("01_masks",),
+        N_("your padding mask has one real token too many in each row: position t is real when t < lengths[b]."),
+        N_("Positions count from 0: a sequence of length n holds positions 0 to n - 1."),
+        N_("compare torch.arange(T) < lengths[:, None], not <=.")),
+    Misconception(
+        "key-padding-mask-convention", ("02_cross_attention",),
+        N_("you read context_mask as nn.MultiheadAttention's key_padding_mask, where True marks padding; here True "
+           "marks a real context token."),
+        N_("The two conventions are each other's complement: with the wrong one the padded tokens get all the weight "
+           "and the real ones none."),
+        N_("block where context_mask is False: scores.masked_fill(~context_mask[:, None, None, :], float('-inf')) "
+           "(a library that takes True as padding needs ~context_mask).")),
+    Misconception(
+        "kv-from-x", ("02_cross_attention",),
+        N_("you took the keys and values from x; in cross-attention they come from context, only the queries from x."),
+        N_("Cross-attention lets each token of x read another sequence, the context (an encoder's output): "
+           "q = x @ W_Q, k = context @ W_K, v = context @ W_V. With keys and values from x it is self-attention "
+           "again."),
+        N_("project context with W_K and W_V, and split it into heads with its own length T_k.")),
+    # ---- modern_attention: 03_grouped_query, 04_rope
+    # ---- modern_attention: 05_kv_cache, 06_flash_attention
 )}
 
 
