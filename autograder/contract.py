@@ -117,20 +117,16 @@ STEPS = (
                         "scaled by sqrt(D/h)")))),
 )
 
-STEP_BY_STEM = {s.stem: s for s in STEPS}
-
-
 def step_for_stem(stem):
-    """The Step whose file stem is `stem`, or None (steps of the first assignment only: the ones
-    the grader grades)."""
+    """The Step whose file stem is `stem` (of any assignment), or None."""
     return STEP_BY_STEM.get(stem)
 
 
 # ================================================================== the second assignment: modern_attention
 # The attention a real language model runs (issue 15), torch throughout, weights applied as x @ W.
 # `build` releases it (source/modern_attention/ -> assignments/modern_attention/, references in
-# solutions/modern_attention/); the grader does not grade it yet: STEPS, STEP_BY_STEM and
-# step_for_stem above are the first assignment's only. A new step is one more Step(...) in the tuple.
+# solutions/modern_attention/). STEPS is the first assignment's steps; ALL_STEPS, STEP_BY_STEM and
+# step_for_stem (below) cover every assignment. A new step is one more Step(...) in the tuple.
 MASK_ARG = V("mask=None", "bool, broadcastable to (..., T_q, T_k)")
 NO_KEY = "a query with no allowed key gets zero weights and a zero output, never NaN"
 
@@ -190,6 +186,24 @@ STEPS_OF_MODERN_ATTENTION = (
 
 # Every assignment the kit releases, by folder name (source/<name>/ -> assignments/<name>/).
 ASSIGNMENTS = {ASSIGNMENT: STEPS, "modern_attention": STEPS_OF_MODERN_ATTENTION}
+
+# A submission says which assignment it is by its files: every step stem is one assignment's.
+ALL_STEPS = tuple(step for steps in ASSIGNMENTS.values() for step in steps)
+ASSIGNMENT_OF = {step.stem: name for name, steps in ASSIGNMENTS.items() for step in steps}
+assert len(ASSIGNMENT_OF) == len(ALL_STEPS), "a step stem is used by two assignments"
+STEP_BY_STEM = {s.stem: s for s in ALL_STEPS}
+
+
+def assignments_of(stems):
+    """{assignment: sorted stems} for the step stems a submission holds, in ASSIGNMENTS' order
+    (two keys: a folder that mixes two assignments, which grading refuses)."""
+    out = {}
+    for name, steps in ASSIGNMENTS.items():
+        mine = [s.stem for s in steps if s.stem in stems]
+        if mine:
+            out[name] = mine
+    return out
+
 
 # ------------------------------------------------------------------ the README's table, from the contract
 README_BEGIN, README_END = "<!-- contract:table begin -->", "<!-- contract:table end -->"

@@ -24,7 +24,7 @@ MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
 MAX_DEPTH = 16                    # folders below the submission's root that are searched
 MAX_ENTRIES = 20_000              # names looked at in one submission
 SKIPPED_FOLDERS = {".ipynb_checkpoints", "__pycache__", ".git", "__MACOSX"}   # never a student's answer
-STEP_FILE_NAMES = {name: step for step in contract.STEPS for name in step.files}
+STEP_FILE_NAMES = {name: step for step in contract.ALL_STEPS for name in step.files}   # of every assignment
 
 
 class Unreadable(Exception):

@@ -77,7 +77,7 @@ class StepResult:
     file: str = None            # the file graded, or None when missing
     checks: list = field(default_factory=list)
     skipped: list = field(default_factory=list)   # (number, name, reason)
-    printed: str = ""           # bounded excerpt of what the student's code printed
+    printed: object = ""        # bounded excerpt of what the student's code printed (a note, a message, when cut)
     cell_errors: list = field(default_factory=list)
     example: object = None      # checks.expect.Example: the feedback page's, when asked for
 
@@ -92,7 +92,7 @@ class StepResult:
     def to_data(self):
         return {"step": self.step.stem, "file": self.file, "checks": [c.to_data() for c in self.checks],
                 "skipped": [[n, to_data(name), to_data(reason)] for n, name, reason in self.skipped],
-                "printed": self.printed, "cell_errors": self.cell_errors,
+                "printed": to_data(self.printed), "cell_errors": self.cell_errors,
                 "example": None if self.example is None else self.example.to_data()}
 
     @classmethod
@@ -100,7 +100,7 @@ class StepResult:
         step = contract.STEP_BY_STEM[d["step"]]
         return cls(step, None if d["file"] is None else str(d["file"]), [CheckResult.from_data(c) for c in d["checks"]],
                    [(str(n), from_data(name), from_data(reason)) for n, name, reason in d["skipped"]],
-                   str(d["printed"]), [{str(k): str(v) for k, v in e.items()} for e in d["cell_errors"]],
+                   from_data(d["printed"]), [{str(k): str(v) for k, v in e.items()} for e in d["cell_errors"]],
                    None if d.get("example") is None else Example.from_data(d["example"]))
 
 
@@ -149,6 +149,22 @@ def find_step_files(submission):
 
 
 # ------------------------------------------------------------------ one submission
+def which_assignment(found, steps=None):
+    """(assignment, refusal or None): the assignment whose steps were asked for (`steps`) or whose
+    step files the submission holds (the first assignment when it holds none). A submission with
+    the step files of two assignments is refused as a whole (every step says why), graded as the
+    assignment it holds more files of, so its score can only be 0."""
+    held = contract.assignments_of(set(steps) if steps else set(found.files) | set(found.refused))
+    if not held:
+        return contract.ASSIGNMENT, None
+    chosen = max(held, key=lambda name: len(held[name]))      # the first of equals (dicts keep order)
+    if len(held) == 1:
+        return chosen, None
+    return chosen, _("This submission holds the step files of two assignments ({held}). One submission is "
+                     "one assignment: hand in the files of one, and the other as a submission of its own.",
+                     held="; ".join(f"{name}: {', '.join(stems)}" for name, stems in held.items()))
+
+
 class Job:
     """One submission on its way through the stages: its files, its step children, the outcomes
     of its checks, and the examples its suites showed (when `examples` is asked for).
@@ -169,10 +185,13 @@ class Job:
             except submitted_files.Unreadable as exc:    # the whole submission: every step says why
                 found, self.unreadable = submitted_files.Found(), exc.args[0]    # its message, unrendered
         self.found, self.files = found, found.files
+        self.assignment, mixed = which_assignment(found, steps)
+        self.unreadable = self.unreadable or mixed
+        the_steps = contract.ASSIGNMENTS[self.assignment]
         single = found is not None and os.path.isfile(self.submission) and not os.path.islink(self.submission)
         if single:
-            steps = steps or [s.stem for s in contract.STEPS if s.stem in self.files or s.stem in found.refused]
-        self.wanted = [s for s in contract.STEPS if steps is None or s.stem in steps]
+            steps = steps or [s.stem for s in the_steps if s.stem in self.files or s.stem in found.refused]
+        self.wanted = [s for s in the_steps if steps is None or s.stem in steps]
         self.examples = examples
         # the folder itself stays covered in every child's view, wherever it lies
         self.hide = (str(Path(self.submission).resolve()) if os.path.isdir(self.submission)
@@ -391,8 +410,8 @@ def _number_key(number):
 # ------------------------------------------------------------------ grading
 def grade(submission, limits=None, steps=None, found=None, examples=False, suites=None):
     """Grade a folder or single step file (or the files `found` already read from it); with
-    `examples`, also run the suites' feedback-page examples. `suites`: a warm `Suites` to run in
-    (a batch worker's), else one is opened for this submission. Returns a Report; never raises
+    `examples`, also run the suites' feedback-page examples. `suites`: warm suites to run in
+    (a `Suites`, or a batch worker's `Grader`), else a `Suites` is opened for this submission. Returns a Report; never raises
     for student code."""
     job = Job(submission, limits, steps, found, examples)      # 1. discover
     job.start_children()                                        # 2. start children
@@ -418,8 +437,9 @@ class Suites:
     start, collection ... session finish, unconfigure), but its run loop is ours: `run_checks`
     runs one job's items in order and nothing else drives pytest."""
 
-    def __init__(self, wanted=contract.STEPS):
+    def __init__(self, wanted=None):
         global SUITE_RUNS
+        wanted = graded_steps() if wanted is None else wanted
         SUITE_RUNS += 1
         self.recorder, self.log, self.config, self.session = Recorder(), BoundedLog(), None, None
         self.broken = None
@@ -448,6 +468,9 @@ class Suites:
         self.recorder.job = job
         items = [i for i in self.session.items if i.module.STEP in job.stems
                  and (job.examples or i.get_closest_marker("example") is None)]
+        uncollected = job.stems - {i.module.STEP for i in self.session.items}
+        if uncollected:
+            raise RuntimeError(f"this grader did not collect the suites of step(s) {', '.join(sorted(uncollected))}")
         try:
             with self._quiet():
                 for i, item in enumerate(items):
@@ -501,20 +524,28 @@ class Suites:
 
 class Grader:
     """A warm grader for a batch worker: the suites collected once and held open, grading
-    submission after submission (the stages of `grade`, in this process's one pytest session)."""
+    submission after submission (the stages of `grade`, in this process's pytest sessions: one
+    per assignment, opened when its first submission comes)."""
 
     def __init__(self):
-        self.suites = Suites()
+        self.suites = {}        # assignment -> Suites
+        self.suites[contract.ASSIGNMENT] = Suites(graded_steps(contract.ASSIGNMENT))
 
     @property
     def alive(self):
-        return self.suites.alive
+        return all(s.alive for s in self.suites.values())
+
+    def run_checks(self, job):
+        if job.assignment not in self.suites:
+            self.suites[job.assignment] = Suites(graded_steps(job.assignment))
+        self.suites[job.assignment].run_checks(job)
 
     def grade(self, submission, limits=None, steps=None, found=None, examples=False):
-        return grade(submission, limits, steps, found, examples, suites=self.suites)
+        return grade(submission, limits, steps, found, examples, suites=self)
 
     def close(self):
-        self.suites.close()
+        for suites in self.suites.values():
+            suites.close()
 
 
 class BoundedLog(io.StringIO):
@@ -529,9 +560,22 @@ class BoundedLog(io.StringIO):
         return super().write(text)
 
 
+def suite_file(step):
+    """The hidden suite of a contract.Step."""
+    return SUITES_DIR / f"step{step.stem}.py"
+
+
+def graded_steps(assignment=contract.ASSIGNMENT):
+    """The steps of an assignment that have a hidden suite (what a warm grader collects)."""
+    return [s for s in contract.ASSIGNMENTS[assignment] if suite_file(s).exists()]
+
+
 def pytest_args(wanted):
     """pytest's command line for the suites of the `wanted` steps."""
-    return [str(SUITES_DIR / f"step{s.stem}.py") for s in wanted] + [
+    missing = [s.stem for s in wanted if not suite_file(s).exists()]
+    if missing:
+        raise RuntimeError(f"no hidden suite for step(s) {', '.join(missing)} yet ({suite_file(wanted[0]).parent})")
+    return [str(suite_file(s)) for s in wanted] + [
         "-c", str(SUITES_DIR / "pytest.ini"), "--rootdir", str(SUITES_DIR), "-p", "no:cacheprovider",
         "--import-mode=importlib", "-q", "-s", "--no-header", "-p", "no:randomly",
         # the plugin reads each outcome itself: pytest's own failure report (a traceback formatted
