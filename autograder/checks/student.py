@@ -42,12 +42,15 @@ class Student:
         self.mutated = _mutated(reply, lambda i: _("argument {n}", n=int(i) + 1) if type(i) is int else str(i))
         return _with_mutated(checked(decode, reply.get("value")), self.mutated)
 
-    def module(self, name, init, params, x, dtype="float64"):
-        """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
+    def module(self, name, init, params, x, dtype="float64", cache=None):
+        """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x)
+        (with `cache` = (class name, chunk sizes): chunk by chunk with one student cache, see
+        protocol.module_request).
 
         Returns (value, param_shapes) where value is None when the parameters did not fit.
         """
-        reply = self.session.request(self.module_request(name, init, params, x, dtype), f"{name}(...).forward(x)")
+        reply = self.session.request(self.module_request(name, init, params, x, dtype, cache),
+                                     f"{name}(...).forward(x)")
         shapes = reply.get("params")
         if not isinstance(shapes, dict):
             raise BadReply(_("malformed parameter list"))
@@ -71,11 +74,18 @@ class Student:
         return protocol.call_request(name, [self._encode(a) for a in args],
                                      {k: self._encode(v) for k, v in kwargs.items()})
 
-    def module_request(self, name, init, params, x, dtype="float64"):
+    def module_request(self, name, init, params, x, dtype="float64", cache=None):
         """The request that builds the student's module and runs forward (sent by `module`, or to `measure`)."""
         return protocol.module_request(name, {k: self._encode(v) for k, v in init.items()},
                                        {k: protocol.encode_value(v) for k, v in params.items()},
-                                       self._encode(x), self.device, dtype)
+                                       self._encode(x), self.device, dtype, cache)
+
+    def cache(self, cls, appends):
+        """The student's cache class `cls` on its own: cls(), append(k, v) for each (k, v) of `appends`.
+        Returns the decoded ([what each append returned], [len before any append and after each])."""
+        reply = self.session.request(protocol.cache_request(cls, [[self._encode(k), self._encode(v)]
+                                                                  for k, v in appends]), f"{cls}().append(k, v)")
+        return checked(decode, reply.get("value"))
 
     def measure(self, request, what, forbidden=(), count=True, precision=False):
         """Run a call_request / module_request with the child's meters on (child/meters.py).

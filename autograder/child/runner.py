@@ -11,6 +11,9 @@ request names its operation in "op", and only "op" decides what runs:
   {"op": "call", "name", "args", "kwargs"}            -> {"ok", "value", "mutated"} | {"ok": false, "error"}
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
                                                       -> {"ok", "value", "params", "mutated"} | {"ok": false, "error"}
+                                                      (with "cache": {"cls", "chunks"}: forward over x in
+                                                       chunks with one student cache, see _decoder)
+  {"op": "cache", "cls", "appends": [[k, v], ...]}   -> {"ok", "value", "mutated"}   (see cache())
   {"op": "grad", "target": {"op": "call" | "module", ...}, "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
   {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
@@ -185,14 +188,48 @@ def module(req, run=_direct, reply_value=True):
     if mod is None:
         return {"ok": True, "value": None, "params": shapes}
     x = _to_value(req["input"])
+    fn = _decoder(mod, req["cache"]) if req.get("cache") else mod
     if not reply_value:
-        run(mod, x)
+        run(fn, x)
         return {"ok": True, "value": None, "params": shapes}
     watched = {"x": x, **dict(mod.named_parameters())}
     before = {n: _fingerprint(t) for n, t in watched.items()}
-    value = run(mod, x)
+    value = run(fn, x)
     mutated = [n for n, t in watched.items() if before[n] is not None and _fingerprint(t) != before[n]]
     return {"ok": True, "value": wire.encode(value), "params": shapes, "mutated": mutated[:100]}
+
+
+def _decoder(mod, spec):
+    """forward(x) run over x's time axis (dim 1) in spec["chunks"] pieces, one cache of the student's
+    class spec["cls"] passed to every call (a KV cache: prefill, then new tokens).
+    Returns decode(x) -> ((out of each chunk), [len(cache) after each chunk])."""
+    cache_cls, chunks = _lookup(spec["cls"]), [int(n) for n in spec["chunks"]]
+
+    def decode(x):
+        cache, outs, lengths, start = cache_cls(), [], [], 0
+        for n in chunks:
+            outs.append(mod(x[:, start:start + n], cache))
+            lengths.append(len(cache))
+            start += n
+        return tuple(outs), lengths
+    return decode
+
+
+def cache(req, run=_direct, reply_value=True):
+    """The student's cache class on its own: cls(), then append(k, v) for each pair of req["appends"].
+    Value: ([what each append returned], [len(cache) before any append and after each])."""
+    cls = _lookup(req["cls"])
+    pairs = [[_to_value(r) for r in pair] for pair in req["appends"]]
+
+    def fill():
+        held = cls()
+        returned, lengths = [], [len(held)]
+        for k, v in pairs:
+            returned.append(held.append(k, v))
+            lengths.append(len(held))
+        return returned, lengths
+    value = run(fill)
+    return {"ok": True, "value": wire.encode(value) if reply_value else None, "mutated": []}
 
 
 def _build_module(req):
@@ -390,13 +427,14 @@ def measure(req):
     Reply: {"ok", "meters": {...}, "params"} | {"ok": false, "error"}.
     """
     inner = req.get("request") or {}
-    handler = {"call": call, "module": module}.get(inner.get("op"))
+    handler = {"call": call, "module": module, "cache": cache}.get(inner.get("op"))
     if handler is None:
         return {"ok": False, "error": {"type": "GraderProtocolError", "message": "measure: unknown request",
                                        "traceback": ""}}
     options = (req.get("forbidden") or [], bool(req.get("count", True)), bool(req.get("python_memory", True)),
                bool(req.get("precision", False)))
-    warm = (inner.get("op"), inner.get("name"), inner.get("dtype"), inner.get("device"), options[1:])
+    warm = (inner.get("op"), inner.get("name"), inner.get("dtype"), inner.get("device"), bool(inner.get("cache")),
+            options[1:])
     if warm not in _MEASURED:
         handler(inner, run=meters.Meter(STUDENT_FILES, *options).run, reply_value=False)
         _MEASURED.add(warm)
@@ -409,7 +447,7 @@ _MEASURED = set()      # what has been measured (so warmed up) in this child
 
 
 HANDLERS = {"load": lambda req: load(req["path"], req["display"]), "call": call, "module": module,
-            "grad": grad, "measure": measure}
+            "cache": cache, "grad": grad, "measure": measure}
 
 
 def handle(req):

@@ -54,13 +54,24 @@ def call_request(name, args, kwargs):
     return {"op": "call", "name": name, "args": list(args), "kwargs": dict(kwargs)}
 
 
-def module_request(name, init, params, x, device, dtype):
+def module_request(name, init, params, x, device, dtype, cache=None):
     """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
 
     init: {keyword: wire record}; params: {parameter name: wire record}; x: a wire record;
-    the module is moved to `dtype` (a torch dtype name) and `device`."""
-    return {"op": "module", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
-            "input": x, "device": device, "dtype": dtype}
+    the module is moved to `dtype` (a torch dtype name) and `device`. cache: (class name, chunk
+    sizes): forward runs over x's time axis chunk by chunk with one instance of the student's cache
+    class, and the value is ((out of each chunk), [len(cache) after each])."""
+    req = {"op": "module", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
+           "input": x, "device": device, "dtype": dtype}
+    if cache is not None:
+        req["cache"] = {"cls": cache[0], "chunks": [int(n) for n in cache[1]]}
+    return req
+
+
+def cache_request(cls, appends):
+    """The student's cache class `cls` on its own: cls(), then append(k, v) for each pair of wire
+    records in `appends`; the value is ([what each append returned], [len before and after each])."""
+    return {"op": "cache", "cls": cls, "appends": [list(pair) for pair in appends]}
 
 
 def function_target(name, inputs, extra=()):

@@ -22,7 +22,7 @@ from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import remembered
 from autograder.checks.tolerances import large_scores_tolerance
 from autograder.i18n import _
-from autograder.reference.modern import flash as known
+from autograder.reference.modern import flash_attention as known
 from autograder.sandbox.protocol import Returned
 from solutions.modern_attention import step06_flash_attention as ref
 
