@@ -50,6 +50,17 @@ class Module:
 
 
 @dataclass(frozen=True)
+class Class:
+    """A plain class the step defines: its constructor and its methods (their args without self)."""
+    name: str
+    init: tuple          # of Value
+    methods: tuple       # of Function (the dunder ones too: `__len__`)
+
+    def signature(self):
+        return f"{self.name}({', '.join(a.name for a in self.init)})"
+
+
+@dataclass(frozen=True)
 class Step:
     number: int          # 1..7
     stem: str            # file stem, e.g. "04_softmax"
@@ -166,14 +177,17 @@ STEPS_OF_MODERN_ATTENTION = (
                  "rotate half: element i pairs with element i + head_dim / 2, the pair of token t turned by "
                  "angles[t, i]; cos and sin from the float64 angles, then cast to x's dtype"))),
     Step(5, "05_kv_cache", N_("A KV cache for generation"), "torch", (
+        Class("KVCache", (), (
+            Function("append", (V("k", "(B, h, T_new, hd)"), V("v", "(B, h, T_new, hd)")),
+                     (V("k_all", "(B, h, T_cached + T_new, hd)"), V("v_all", "(B, h, T_cached + T_new, hd)")),
+                     "appended along time"),
+            Function("__len__", (), (V("T_cached", "int"),), "the cached length"))),
         Module("CausalSelfAttention", (V("d_model", "int"), V("num_heads", "int")),
                ("q_proj", "k_proj", "v_proj", "out_proj"),
                Function("forward", (X_BTD, V("cache=None", "KVCache")), (V("out", "(B, T, D)"),),
-                        "layers without bias; causal multi-head attention scaled by sqrt(D/h); the step's own "
-                        "KVCache() has append(k, v) -> (k_all, v_all), k and v (B, h, T_new, D/h) appended along "
-                        "time, and len(cache), the cached length; with a cache, x holds the new tokens only (one or "
-                        "several), their keys and values are appended, and new query i attends keys "
-                        "j <= T_k - T + i")),)),
+                        "layers without bias; causal multi-head attention scaled by sqrt(D/h); with a cache (the "
+                        "step's own KVCache), x holds the new tokens only (one or several), their keys and values "
+                        "are appended, and new query i attends keys j <= T_k - T + i")),)),
     Step(6, "06_flash_attention", N_("Tiled attention with an online softmax"), "torch", (
         Function("tiled_attention", (V("q", "(B, h, T_q, d)"), V("k", "(B, h, T_k, d)"), V("v", "(B, h, T_k, d)"),
                                      V("block_size=64", "int"), V("causal=False", "bool")),
@@ -210,6 +224,10 @@ README_BEGIN, README_END = "<!-- contract:table begin -->", "<!-- contract:table
 
 
 def _item(item):
+    if isinstance(item, Class):
+        methods = "; ".join(f"`{m.signature()}`: " + "; ".join(f"{a.name} `{a.shape}`" for a in m.args + m.returns)
+                            + f", {m.meaning}" for m in item.methods)
+        return f"`{item.signature()}`: {methods}"
     if isinstance(item, Module):
         layers = ", ".join(f"`{n}`" for n in item.layers)
         f = item.forward

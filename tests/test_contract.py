@@ -51,7 +51,11 @@ def test_the_reference_defines_the_contract(assignment, step):
     ref = importlib.import_module(release.reference_module_name(assignment, step.stem))
     for item in step.api:
         obj = getattr(ref, item.name)
-        if isinstance(item, contract.Module):
+        if isinstance(item, contract.Class):
+            assert _parameters(obj.__init__, skip_self=True) == tuple(a.name for a in item.init), item.name
+            for method in item.methods:
+                assert _parameters(getattr(obj, method.name), skip_self=True) == tuple(a.name for a in method.args)
+        elif isinstance(item, contract.Module):
             assert _parameters(obj.__init__, skip_self=True) == tuple(a.name for a in item.init), item.name
             assert _parameters(obj.forward, skip_self=True) == tuple(a.name for a in item.forward.args)
             import torch
@@ -101,5 +105,9 @@ def test_master_and_stub_define_the_contract_and_name_their_step(folder, assignm
         if isinstance(item, contract.Module):
             assert found[item.name]["__init__"] == tuple(a.name for a in item.init)
             assert found[item.name]["forward"] == tuple(a.name for a in item.forward.args)
+        elif isinstance(item, contract.Class):
+            assert found[item.name].get("__init__", ()) == tuple(a.name for a in item.init), (folder, item.name)
+            for method in item.methods:
+                assert found[item.name].get(method.name) == tuple(a.name for a in method.args), (folder, method.name)
         else:
             assert found[item.name] == tuple(a.name for a in item.args), (folder, item.name)
