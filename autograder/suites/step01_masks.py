@@ -254,7 +254,7 @@ def test_causal_property(student):
         q, k, v = _qkv(("1.7", T_q), t_q=T_q, t_k=T_k)
         what = _causal_what(T_q, T_k)
         mask = expect_array(student.call("causal_mask", T_q, T_k), what, "torch").array
-        out, _w, what = _attention(student, q, k, v, mask, _("masked_attention(q, k, v, {mask})", mask=what))
+        out, _w, what = _attention(student, q, k, v, mask, f"masked_attention(q, k, v, {what})")
         offset = T_k - T_q
         for p in range(offset + 1, T_k):                 # change every key and value from position p on
             k2, v2 = k.copy(), v.copy()
@@ -286,8 +286,7 @@ def test_padding_property(student):
     if keys.shape != (B, T):
         fail(_("{what} has shape {got}; expected {shape}.", what=what, got=keys.shape, shape=(B, T)))
     mask = keys[:, None, None, :]
-    out, _w, what = _attention(student, q, k, v, mask, _("masked_attention(q, k, v, {mask}[:, None, None, :])",
-                                                         mask=what))
+    out, _w, what = _attention(student, q, k, v, mask, f"masked_attention(q, k, v, {what}[:, None, None, :])")
     k2, v2 = k.copy(), v.copy()
     k2[1, :, 4:] = randn((STEP, "1.8", "k"), k2[1, :, 4:].shape, 1000.0)
     v2[1, :, 4:] = randn((STEP, "1.8", "v"), v2[1, :, 4:].shape, 1000.0)
