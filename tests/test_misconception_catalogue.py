@@ -179,6 +179,56 @@ def cross_attention(x, context, W_Q, W_K, W_V, W_O, num_heads, context_mask=None
         weights="torch.where(allowed, torch.where(allowed, s, float('-inf')).softmax(-1), 0.0)",
         heads='torch.einsum("bhij,bhjd->bhid", w, v)'),
     # ---- modern_attention templates: 03_grouped_query, 04_rope
+    # the key/value heads grouped by expand + reshape (no repeat_interleave), einsum, torch.where for the mask
+    "03_grouped_query": dict(code='''
+import torch
+
+def _gqa(x, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads, causal):
+    B, T, D = x.shape
+    hd = D // num_heads
+    g = num_heads // num_kv_heads
+    q = torch.einsum("btd,de->bte", x, W_Q).unflatten(-1, (num_heads, hd)).permute(0, 2, 1, 3)
+    k, v = ($kv.permute(0, 2, 1, 3) for W in (W_K, W_V))
+    k, v = ($group for t in (k, v))
+    s = torch.einsum("bhid,bhjd->bhij", q, k) $scale
+    if $causal:
+        keep = torch.arange(T, device=x.device)[None, :] <= torch.arange(T, device=x.device)[:, None]
+        $mask
+    w = $softmax
+    o = torch.einsum("bhij,bhjd->bihd", w, v).flatten(2)
+    return $out, w
+
+def grouped_query_attention(x, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads, causal=True):
+    $early
+    return _gqa(x, W_Q, W_K, W_V, W_O, num_heads, num_kv_heads, causal)
+''', kv='torch.einsum("btd,de->bte", x, W).unflatten(-1, (num_kv_heads, hd))',
+        group="t[:, :, None].expand(B, num_kv_heads, g, T, hd).reshape(B, num_heads, T, hd)", scale="/ hd ** 0.5",
+        causal="causal", mask='s = torch.where(keep, s, torch.tensor(float("-inf"), dtype=s.dtype, device=s.device))',
+        softmax="torch.softmax(s, dim=-1)", out="o @ W_O", early="pass"),
+    # RoPE with complex numbers in the rotate-half layout, frequencies through exp(-log(base) 2i / d)
+    "04_rope": dict(code='''
+import math
+import torch
+
+def rope_angles(positions, head_dim, base=10000.0):
+    pos = $pos
+    pairs = $pairs
+    return torch.outer(pos, torch.exp($exponent))
+
+def _turn(x, positions, base):
+    d = x.shape[-1]
+    theta = $theta
+    z = torch.complex($re, $im) * $turn
+    return ($out).to(x.dtype)
+
+def apply_rope(x, positions, base=10000.0):
+    $early
+    return _turn(x, positions, base)
+''', pos="torch.as_tensor(positions).to(torch.float64)",
+        pairs="torch.arange(0, head_dim, 2, dtype=torch.float64, device=pos.device)",
+        exponent="-math.log(base) * pairs / head_dim", theta="rope_angles(positions, d, base)", re="x[..., :d // 2]",
+        im="x[..., d // 2:]", turn="torch.polar(torch.ones_like(theta), theta)",
+        out="torch.cat([z.real, z.imag], dim=-1)", early="pass"),
     # ---- modern_attention templates: 05_kv_cache, 06_flash_attention
 }
 
@@ -325,6 +375,54 @@ CASES = [
      dict(heads="torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=allowed) if context_mask is not "
                 'None else torch.einsum("bhij,bhjd->bhid", w, v)'), "2.11"),
     # ---- modern_attention cases: 03_grouped_query, 04_rope
+    # a wrong grouping shows with 1 < num_kv_heads < num_heads: 3.2-3.4 and 3.5's own-function comparison
+    ("gqa-heads-tiled", "03_grouped_query", dict(group="t.repeat(1, g, 1, 1)"), "3.2 3.3 3.4 3.5 3.7"),
+    ("gqa-kv-layout", "03_grouped_query",
+     dict(kv='torch.einsum("btd,de->bte", x, W).unflatten(-1, (hd, num_kv_heads)).transpose(-1, -2)'),
+     "3.2 3.3 3.4 3.5 3.7"),
+    ("causal-mask-missing", "03_grouped_query", dict(causal="False"), "3.2 3.3 3.5 3.6 3.7"),
+    ("causal-flag-ignored", "03_grouped_query", dict(causal="True"), "3.4 3.5"),
+    ("causal-upper-triangle", "03_grouped_query",
+     dict(mask='s = torch.where(keep.T, s, torch.tensor(float("-inf"), dtype=s.dtype, device=s.device))'),
+     "3.2 3.3 3.5 3.6 3.7"),
+    ("mask-fill-zero", "03_grouped_query", dict(mask="s = torch.where(keep, s, torch.zeros((), dtype=s.dtype))"),
+     "3.2 3.3 3.5 3.6 3.7"),
+    ("scale-by-d-model", "03_grouped_query", dict(scale="/ D ** 0.5"), "3.2 3.3 3.4 3.5 3.7"),
+    ("gqa-scale-by-kv-width", "03_grouped_query", dict(scale="/ W_K.shape[1] ** 0.5"), "3.2 3.3 3.4 3.5 3.7"),
+    ("missing-output-projection", "03_grouped_query", dict(out="o"), "3.2 3.3 3.4 3.5 3.7"),
+    ("softmax-wrong-axis", "03_grouped_query", dict(softmax="torch.softmax(s, dim=-2)"), "3.2 3.3 3.4 3.5 3.6 3.7"),
+    ("detached-graph", "03_grouped_query", dict(softmax="torch.softmax(s.detach(), dim=-1)"), "3.7"),
+    ("softmax-unstable", "03_grouped_query", dict(softmax="s.exp() / s.exp().sum(dim=-1, keepdim=True)"), "3.13"),
+    ("softmax-global-max", "03_grouped_query",
+     dict(softmax="(s - s.max()).exp() / (s - s.max()).exp().sum(dim=-1, keepdim=True)"), "3.13"),
+    ("not-vectorized", "03_grouped_query",
+     dict(early="return tuple(torch.cat(r) for r in zip(*[_gqa(xb[None], W_Q, W_K, W_V, W_O, num_heads, num_kv_heads, "
+                "causal) for xb in x]))"), "3.8"),
+    ("forbidden-api", "03_grouped_query",
+     dict(out="torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal).transpose(1, 2).flatten(2) "
+              "@ W_O"), "3.9"),
+    ("rope-interleaved", "04_rope",
+     dict(re="x[..., 0::2]", im="x[..., 1::2]", out="torch.stack([z.real, z.imag], dim=-1).flatten(-2)"),
+     "4.3 4.4 4.5 4.7"),
+    ("rope-sign-flipped", "04_rope", dict(turn="torch.polar(torch.ones_like(theta), theta).conj()"), "4.3 4.4 4.7"),
+    ("rope-sin-cos-swapped", "04_rope", dict(turn="torch.complex(theta.sin(), theta.cos())"), "4.3 4.4 4.5 4.7"),
+    # a mistake in rope_angles shows in apply_rope too (which uses it)
+    ("rope-exponent-i", "04_rope", dict(exponent="-math.log(base) * pairs / (2 * head_dim)"), "4.2 4.3 4.4 4.7"),
+    ("rope-positions-from-1", "04_rope", dict(pos="torch.as_tensor(positions).to(torch.float64) + 1"),
+     "4.2 4.3 4.4 4.5 4.7"),
+    ("rope-positions-ignored", "04_rope", dict(pos="torch.arange(len(positions), dtype=torch.float64)"),
+     "4.2 4.3 4.4 4.5 4.7"),
+    ("rope-freqs-reversed", "04_rope", dict(exponent="-math.log(base) * pairs.flip(0) / head_dim"), "4.2 4.3 4.4 4.7"),
+    ("rope-base-ignored", "04_rope", dict(exponent="-math.log(10000.0) * pairs / head_dim"), "4.2 4.3"),
+    # angles in the input's dtype: float64 is right, float32 is off past position 1,000
+    ("rope-angles-float32", "04_rope", dict(theta="rope_angles(positions, d, base).to(x.dtype)"), "4.4"),
+    ("rope-angles-float32", "04_rope",
+     dict(pos="torch.as_tensor(positions).float()", pairs="torch.arange(0, head_dim, 2, device=pos.device).float()"),
+     "4.1 4.2 4.3 4.4 4.6 4.7"),
+    ("detached-graph", "04_rope", dict(early="return _turn(x.detach(), positions, base)"), "4.7"),
+    ("not-vectorized", "04_rope",
+     dict(early="return torch.cat([_turn(x[..., t:t + 1, :], positions[t:t + 1], base) for t in range(x.shape[-2])], "
+                "dim=-2)"), "4.8"),
     # ---- modern_attention cases: 05_kv_cache, 06_flash_attention
 ]
 

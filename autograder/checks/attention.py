@@ -111,6 +111,32 @@ def _lines(parts):
     return text
 
 
+# ------------------------------------------------------------------ properties: answers that must agree
+def differs(got, expected, dtype="float64", level="composed"):
+    """None when the array `got` matches `expected` within the dtype's tolerance (compare), else a
+    short message saying how many values differ and the worst: for a property, where two answers
+    of the student's code must agree (a causal output before and after later tokens change)."""
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
+    cmp = compare(got, expected, rtol, atol)
+    if cmp.ok:
+        return None
+    if cmp.worst_index is None:
+        return _("shape {got} against {shape}", got=np.shape(got), shape=np.shape(expected))
+    return _("{bad} of {n} values differ, the worst at index {index}: {got} against {expected}",
+             bad=cmp.n - cmp.n_close, n=cmp.n, index=cmp.worst_index, got=f"{cmp.worst_got:.6g}",
+             expected=f"{cmp.worst_expected:.6g}")
+
+
+def matching(out, weights, mistakes, dtype):
+    """The ids of `mistakes` ({id: (out, weights)}, or a function returning it) whose both outputs
+    the student's `out` and `weights` (Returned) match, in the band expect_attention names them in."""
+    mistakes = mistakes() if callable(mistakes) else mistakes
+    rtol, atol = tolerance(dtype, "composed")
+    return [mid for mid, (v_out, v_w) in (mistakes or {}).items()
+            if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
+            and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
+
+
 # ------------------------------------------------------------------ rows summing to one
 def worst_row(p, target=1.0):
     """(index, sum) of the row (last axis) of `p` whose sum is furthest from `target`."""

@@ -363,13 +363,15 @@ def _gradcheck(spec):
 def _backward(value, leaves, cotangent_recs):
     """Gradients of sum_i <output_i, cotangent_i> with respect to every leaf that requires grad.
 
-    Outputs that do not require grad add nothing (the parent is told through "value").
+    Outputs that do not require grad add nothing (the parent is told through "value"). A single
+    tensor returned is one output.
     Returns {name: encoded gradient or None (unused)}; {} when the outputs are not tensors shaped
     like the cotangents (the parent reports the shapes) or none of them requires grad.
     """
     import torch
     cotangents = [torch.from_numpy(wire.decode_array(r)) for r in cotangent_recs]
-    outs = list(value) if isinstance(value, (tuple, list)) else None
+    # a tuple or list of outputs (out, weights), or one tensor (apply_rope, a module's forward)
+    outs = list(value) if isinstance(value, (tuple, list)) else [value] if isinstance(value, torch.Tensor) else None
     if (outs is None or len(outs) != len(cotangents)
             or not all(isinstance(o, torch.Tensor) and tuple(o.shape) == tuple(g.shape)
                        for o, g in zip(outs, cotangents))):

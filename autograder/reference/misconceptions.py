@@ -61,13 +61,13 @@ CATALOGUE = {m.id: m for m in (
         N_("The spread of q.k grows like sqrt(d_k), so sqrt(d_k) is the factor that brings it back to 1."),
         N_("use math.sqrt(d_k).")),
     Misconception(
-        "scale-by-d-model", (5, 6, 7),
+        "scale-by-d-model", (5, 6, 7, "03_grouped_query"),
         N_("you scaled by sqrt(d_model) instead of sqrt(d_k)."),
         N_("The dot products run over the key dimension d_k (head_dim = d_model / num_heads in "
            "multi-head attention); the two are equal only when the projections are square."),
         N_("divide by math.sqrt(d_k): K.shape[-1], or d_model // num_heads for one head.")),
     Misconception(
-        "softmax-wrong-axis", (4, 5, 6, 7),
+        "softmax-wrong-axis", (4, 5, 6, 7, "03_grouped_query"),
         N_("you normalised over the wrong axis."),
         N_("Each query's weights over the keys must sum to 1, i.e. along the axis you were given "
            "(the last one for attention)."),
@@ -75,7 +75,7 @@ CATALOGUE = {m.id: m for m in (
         {"torch": N_("normalise over the last dimension: torch.softmax(scores, dim=-1), or dim=-1 with "
                      "keepdim=True in both the max and the sum.")}),
     Misconception(
-        "softmax-unstable", (4, 5, 6, 7),
+        "softmax-unstable", (4, 5, 6, 7, "03_grouped_query"),
         N_("your softmax overflows on large scores: exp() of a large number is inf, and inf / inf is nan."),
         N_("Subtracting the row maximum before exp() changes nothing mathematically and keeps every "
            "exponent at most 0."),
@@ -83,7 +83,7 @@ CATALOGUE = {m.id: m for m in (
         {"torch": N_("use torch.softmax(scores, dim=-1), or subtract scores.amax(dim=-1, keepdim=True) before "
                      "exp().")}),
     Misconception(
-        "softmax-global-max", (4, 5, 6, 7),
+        "softmax-global-max", (4, 5, 6, 7, "03_grouped_query"),
         N_("you subtracted the maximum of the whole array instead of each row's own: on rows far below that "
            "maximum every exp() underflows to 0, and 0 / 0 is nan."),
         N_("Subtracting a row's own maximum keeps its largest exponent at exactly 0, so the row's sum is at least "
@@ -114,7 +114,7 @@ CATALOGUE = {m.id: m for m in (
         N_("(B, h, T, hd) must become (B, T, h, hd) before the last two axes are joined."),
         N_("transpose(1, 2), then reshape(B, T, D).")),
     Misconception(
-        "missing-output-projection", (6, 7),
+        "missing-output-projection", (6, 7, "03_grouped_query"),
         N_("you concatenated the heads but did not apply the output projection W_O."),
         N_("Multi-head attention mixes the heads' outputs with one more learned matrix."),
         N_("multiply the merged heads by W_O (or apply out_proj).")),
@@ -124,7 +124,7 @@ CATALOGUE = {m.id: m for m in (
         N_("Q = X @ W_Q, K = X @ W_K and V = X @ W_V each have their own matrix."),
         N_("check which weight goes with which projection, and the order you return them in.")),
     Misconception(
-        "detached-graph", (6, 7),
+        "detached-graph", (6, 7, "03_grouped_query", "04_rope"),
         N_("your forward values are right, but the autograd graph is cut: no gradient reaches some inputs or "
            "parameters."),
         N_(".detach(), .data, .item(), a round trip through numpy or a torch.no_grad() block give values without "
@@ -133,7 +133,8 @@ CATALOGUE = {m.id: m for m in (
            "use .detach() and .item() only for printing or plotting.")),
     # the complexity and api checks (complexity.py): named from the child's counts, not from values
     Misconception(
-        "not-vectorized", (1, 2, 3, 4, 5, 6, 7, "01_masks", "02_cross_attention"),
+        "not-vectorized", (1, 2, 3, 4, 5, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query",
+                           "04_rope"),
         N_("your code loops in Python over positions, batch entries or heads."),
         N_("A Python loop runs the interpreter once per item; whole-array operations run the same "
            "arithmetic in compiled code for all items at once, which is what keeps attention fast on "
@@ -151,7 +152,7 @@ CATALOGUE = {m.id: m for m in (
            "the memory of the result, for what one matrix product computes without it."),
         N_("use weights @ V.")),
     Misconception(
-        "forbidden-api", (4, 6, 7, "01_masks", "02_cross_attention"),
+        "forbidden-api", (4, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query"),
         N_("your code calls a library function that this step asks you to write yourself."),
         N_("The step is there for you to build it from the operations underneath; the library call skips "
            "what the exercise teaches."),
@@ -169,7 +170,7 @@ CATALOGUE = {m.id: m for m in (
         N_("fill the blocked scores with float('-inf') before torch.softmax (scores.masked_fill(~mask, "
            "float('-inf'))); after it, only set the weights of blocked keys to 0 again.")),
     Misconception(
-        "mask-fill-zero", ("01_masks", "02_cross_attention"),
+        "mask-fill-zero", ("01_masks", "02_cross_attention", "03_grouped_query"),
         N_("you set the blocked scores to 0 instead of -inf: exp(0) = 1, so blocked keys still get weight."),
         N_("A softmax weight is exp(score) / sum: only a score of -inf gives a weight of exactly 0. A score of 0 is an "
            "ordinary score (scores * mask gives it too), often larger than the allowed ones."),
@@ -208,7 +209,7 @@ CATALOGUE = {m.id: m for m in (
         N_("causal_mask is True where key j <= the query's position, padding_mask True on the real tokens, and "
            "masked_attention blocks where the mask is False: masked_fill(~mask, float('-inf')).")),
     Misconception(
-        "causal-upper-triangle", ("01_masks",),
+        "causal-upper-triangle", ("01_masks", "03_grouped_query"),
         N_("your causal mask is the upper triangle: each query may attend the keys after it (the future) instead of "
            "those before it."),
         N_("A decoder predicts the next token from the ones before it: the query at position p may see keys j <= p, "
@@ -250,6 +251,109 @@ CATALOGUE = {m.id: m for m in (
            "again."),
         N_("project context with W_K and W_V, and split it into heads with its own length T_k.")),
     # ---- modern_attention: 03_grouped_query, 04_rope
+    # grouped-query attention: named by applying each mistake to the reference (reference/modern/grouped_query.py);
+    # the grouping mistakes show only with 1 < num_kv_heads < num_heads, so the suite's groups are of 3 and 2
+    Misconception(
+        "gqa-heads-tiled", ("03_grouped_query",),
+        N_("your query heads read the wrong key/value heads: query head i read key/value head i % num_kv_heads (the "
+           "heads tiled, as repeat does), not key/value head i // (num_heads // num_kv_heads)."),
+        N_("A key/value head is shared by a group of consecutive query heads: heads 0 to group - 1 read key/value head "
+           "0, the next group head 1, and so on. repeat tiles the key/value heads (0, 1, 0, 1, ...) and hands most "
+           "query heads another group's keys: the shapes fit, but it is another model."),
+        N_("repeat each key/value head in place: k.repeat_interleave(num_heads // num_kv_heads, dim=1), or view the "
+           "queries as (B, num_kv_heads, group, T, head_dim) against keys of shape (B, num_kv_heads, 1, T, head_dim).")),
+    Misconception(
+        "gqa-kv-layout", ("03_grouped_query",),
+        N_("you took the key/value heads' columns in the wrong layout: key/value head j is columns j * head_dim to "
+           "(j + 1) * head_dim - 1 of W_K and W_V, not every num_kv_heads-th column."),
+        N_("Viewing the projected keys as (B, T, head_dim, num_kv_heads) builds head j from the columns j, "
+           "j + num_kv_heads, j + 2 * num_kv_heads, ...; the contract keeps each head's columns together, as the "
+           "queries' split into heads does."),
+        N_("view the projected keys and values as (B, T, num_kv_heads, head_dim), then transpose(1, 2).")),
+    Misconception(
+        "causal-mask-missing", ("03_grouped_query", "05_kv_cache"),
+        N_("with causal=True your queries also attended the keys after them: no causal mask was applied."),
+        N_("A decoder predicts each token from the ones before it. If query i sees key j > i, training learns to read "
+           "the answer from the future, and generation, which has no future tokens, breaks."),
+        N_("before the softmax, fill the scores of keys after the query with -inf: scores.masked_fill(~torch.ones(T, T, "
+           "dtype=torch.bool, device=x.device).tril(), float('-inf')).")),
+    Misconception(
+        "causal-flag-ignored", ("03_grouped_query",),
+        N_("with causal=False your function still applied the causal mask."),
+        N_("causal=False asks for attention over every key (an encoder, or a layer that reads the whole sequence); "
+           "the mask belongs to causal=True only."),
+        N_("apply the mask inside `if causal:` only.")),
+    Misconception(
+        "gqa-scale-by-kv-width", ("03_grouped_query",),
+        N_("you scaled the scores by sqrt(num_kv_heads * head_dim), the keys' width before they were split into heads, "
+           "instead of sqrt(head_dim)."),
+        N_("Each head's dot products run over head_dim numbers, whatever the number of heads; W_K's width, "
+           "num_kv_heads * head_dim, is what all key/value heads hold together."),
+        N_("divide each head's scores by math.sqrt(head_dim), head_dim = D // num_heads (q.shape[-1] after the "
+           "split).")),
+    # RoPE: named by applying each mistake to the reference (reference/modern/rope.py); angle mistakes made in
+    # rope_angles show in apply_rope too, when it uses them
+    Misconception(
+        "rope-interleaved", ("04_rope",),
+        N_("you paired neighbouring elements (2i, 2i + 1), RoFormer's layout; this step's contract is rotate half: "
+           "element i pairs with element i + head_dim / 2."),
+        N_("Both layouts turn pairs by the same angles, but they pair different numbers: weights trained for one "
+           "give wrong results with the other (Hugging Face permutes Meta's LLaMA weights to convert them)."),
+        N_("x1, x2 = x[..., :head_dim // 2], x[..., head_dim // 2:]; return torch.cat([x1 * cos - x2 * sin, "
+           "x2 * cos + x1 * sin], dim=-1).")),
+    Misconception(
+        "rope-sign-flipped", ("04_rope",),
+        N_("your pairs turn the wrong way, by -angle instead of +angle (sin's sign flipped, or rotate_half written "
+           "as cat(x2, -x1))."),
+        N_("The scores still depend on m - n only, but with the sign flipped the query at m and the key at n get the "
+           "score the contract gives to the distance n - m: earlier and later are exchanged."),
+        N_("the first half is x1 * cos - x2 * sin, the second x2 * cos + x1 * sin (rotate_half(x) = cat(-x2, x1)).")),
+    Misconception(
+        "rope-sin-cos-swapped", ("04_rope",),
+        N_("you swapped cos and sin: each pair turned by pi/2 - angle instead of by angle."),
+        N_("With sin where cos belongs, position 0 is turned by a quarter turn instead of not at all, and the pairs "
+           "turn backwards as the position grows."),
+        N_("x1 * cos - x2 * sin and x2 * cos + x1 * sin, with cos = angles.cos() and sin = angles.sin().")),
+    Misconception(
+        "rope-exponent-i", ("04_rope",),
+        N_("your frequencies are base ** (-i / head_dim) instead of base ** (-2i / head_dim)."),
+        N_("i counts pairs, so 2i runs over the even dimensions 0, 2, 4, ...: the exponent nearly reaches -1 at the "
+           "last pair, which then turns by about 1 / base per position. With -i / head_dim it stops near -1/2, and "
+           "the slowest pairs turn far too fast to tell distant positions apart."),
+        N_("freqs = base ** (-2 * i / head_dim) with i = torch.arange(head_dim // 2, dtype=torch.float64).")),
+    Misconception(
+        "rope-positions-from-1", ("04_rope",),
+        N_("your positions start at 1: every token was turned by one position too many."),
+        N_("The first token is at position 0 and is not turned at all. Shifted by one, the scores still depend on "
+           "m - n only, but the angles, and every value built on them, are not the contract's."),
+        N_("use the positions as given, without + 1.")),
+    Misconception(
+        "rope-positions-ignored", ("04_rope",),
+        N_("you ignored the positions given and turned token t by position t (torch.arange(T))."),
+        N_("Positions need not start at 0 or follow each other: with a KV cache the new tokens stand after the cached "
+           "ones, and a sequence may start at any offset."),
+        N_("compute the angles from the positions argument: positions.to(torch.float64)[:, None] * freqs[None, :].")),
+    Misconception(
+        "rope-freqs-reversed", ("04_rope",),
+        N_("your frequencies run backwards: pair 0 turned slowest and the last pair fastest."),
+        N_("theta_i = base ** (-2i / head_dim) falls as i grows: pair 0 turns by one radian per position, the last "
+           "pair by about 1 / base. Reversed, every pair turns at another pair's frequency."),
+        N_("take i = torch.arange(head_dim // 2) in increasing order: freqs = base ** (-2 * i / head_dim).")),
+    Misconception(
+        "rope-base-ignored", ("04_rope",),
+        N_("you ignored the base argument: your angles are those of base 10000 whatever base was given."),
+        N_("A model chooses its base (larger bases slow every pair down, for longer contexts); the function must use "
+           "the one it is given."),
+        N_("use the base parameter in base ** (-2 * i / head_dim), not a literal 10000.")),
+    Misconception(
+        "rope-angles-float32", ("04_rope",),
+        N_("your angles were computed in float32 (in the input's dtype, or from a float32 arange or frequency) instead "
+           "of float64."),
+        N_("Angles reach thousands of radians at positions past 1,000, where float32's 7 digits leave errors of about "
+           "2e-5 radian (at position 1,000) to 1e-3 (at 50,000); cos and sin pass them on to every turned value. "
+           "Computed in float64, and cast to x's dtype only as cos and sin, they are as exact as x's dtype allows."),
+        N_("make the pair indices with dtype=torch.float64, convert the positions with .to(torch.float64), and cast "
+           "only cos and sin: angles.cos().to(x.dtype).")),
     # ---- modern_attention: 05_kv_cache, 06_flash_attention
 )}
 
