@@ -234,8 +234,9 @@ def test_forward_float64(student, request):
 
 @check("5.4", points=0.5, kind="numbers")
 def test_forward_float32(student, request):
-    """forward(x) without a cache, float32 (dtype kept)"""
+    """forward(x) in float32 (dtype kept), without a cache and with one (a prefill of 3, then 2 and 1 new tokens)"""
     _numbers(student, request, "5.4", dtype="float32")
+    _numbers(student, request, "5.4 cache", [3, 2, 1], dtype="float32")
 
 
 @check("5.5", points=1.5, kind="property")
