@@ -89,9 +89,10 @@ def test_the_release_check_ignores_what_jupyterlab_writes_beside_the_notebooks(t
 
 
 def test_an_assignment_is_released_in_a_language_once_its_catalogue_has_translations(fresh_build, monkeypatch):
-    """English always; Chinese for self_attention (its catalogue is complete), not yet for
-    modern_attention (no catalogue): the build makes exactly those folders."""
+    """English always; Chinese for self_attention and modern_attention (their catalogues are
+    complete): the build makes exactly those folders."""
     assert release.release_languages(contract.ASSIGNMENT) == ["en", "zh"]
+    assert release.release_languages("modern_attention") == ["en", "zh"]
     for assignment in contract.ASSIGNMENTS:
         languages = release.release_languages(assignment)
         for lang in notebook_i18n.LANGUAGES:
@@ -126,14 +127,21 @@ def test_the_build_stops_when_source_and_contract_disagree(tmp_path, monkeypatch
         "source/modern_attention/09_extra.ipynb is not a step of autograder/contract.py: add its Step"]
 
 
+STUB_MESSAGE = {"en": (r"Step \d+: implement [\w.]+", "Step {}: "), "zh": (r"第 \d+ 步：请实现 [\w.]+", "第 {} 步：")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
 @pytest.mark.parametrize("step", contract.STEPS_OF_MODERN_ATTENTION, ids=lambda s: s.stem)
-def test_a_released_stub_fails_its_visible_tests_naming_its_step(step):
+def test_a_released_stub_fails_its_visible_tests_naming_its_step(step, lang):
     """Run top to bottom (here, cell by cell in one namespace), an untouched stub of the second
-    assignment fails every visible test cell with one of its stubs' own messages, "Step N: implement
-    <name>", the first test cell with the first stub's."""
-    nb = nbformat.read(str(ROOT / "assignments" / "modern_attention" / f"{step.stem}.ipynb"), as_version=4)
-    stubs = re.findall(r'raise NotImplementedError\("(Step \d+: implement [\w.]+)"\)', "\n".join(c.source for c in nb.cells))
-    assert stubs and all(m.startswith(f"Step {step.number}: ") for m in stubs), stubs
+    assignment, English or Chinese, fails every visible test cell with one of its stubs' own
+    messages, "Step N: implement <name>" ("第 N 步：请实现 <name>"), the first test cell with the
+    first stub's."""
+    nb = nbformat.read(str(ROOT / release.release_folder(lang) / "modern_attention" / f"{step.stem}.ipynb"),
+                       as_version=4)
+    pattern, prefix = STUB_MESSAGE[lang]
+    stubs = re.findall(rf'raise NotImplementedError\("({pattern})"\)', "\n".join(c.source for c in nb.cells))
+    assert stubs and all(m.startswith(prefix.format(step.number)) for m in stubs), stubs
     namespace, failed = {"__name__": "__main__"}, {}
     for cell in nb.cells:
         if cell.cell_type != "code":
