@@ -64,7 +64,7 @@ def test_released_notebook_is_a_stub_without_hidden_tests_or_solutions(assignmen
         assert secret not in text
     assert f'raise NotImplementedError("Step {step.number}: implement' in text
     for name in step.names:
-        assert f"def {name}(" in text or f"class {name}(" in text
+        assert f"def {name}(" in text or f"class {name}(" in text or f"class {name}:" in text
     hidden = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     assert len(hidden) == 1 and hidden[0].metadata["nbgrader"]["points"] == step.points
     assert hidden[0].metadata["nbgrader"]["grade_id"] == f"step{step.stem[:2]}_hidden_tests"
