@@ -130,13 +130,15 @@ def test_class_json_counts_what_the_results_say(klass):
     counts = [v["students"] for v in data["misconceptions"].values()]
     assert counts == sorted(counts, reverse=True)
     # per check: failures among those who handed in code for its step
-    entries = {e.student: e for e in class_report.load(klass["out"])[0]}
+    from autograder import i18n
+    with i18n.language(data["language"]):     # its messages: in the language class.json was written in
+        entries = {e.student: e for e in class_report.load(klass["out"])[0]}
     for c in data["checks"]:
-        attempted = [r for name, r in res.items() if class_report.step_state(entries[name], c["step"]) == "attempted"]
-        failed = [r for r in attempted for t in r["tests"] if t["number"] == c["number"] and t["status"] != "passed"]
+        attempted = [n for n, r in res.items() if class_report.step_state(entries[n], c["step"]) == "attempted"]
+        failed = [n for n in attempted for t in res[n]["tests"] if t["number"] == c["number"] and t["status"] != "passed"]
         assert (c["attempted"], c["failed"]) == (len(attempted), len(failed)), c["number"]
         if c["failed"]:
-            assert any(t["output"] == c["representative"] for r in failed for t in r["tests"]
+            assert any(t["output"] == c["representative"] for n in failed for t in entries[n].results["tests"]
                        if t["number"] == c["number"])
     # each step's distribution adds up to the class
     for stem, st in data["steps"].items():
@@ -304,8 +306,15 @@ def test_the_chinese_page(klass):
         assert english not in text, english
     zh = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
     assert zh["language"] == "zh"
-    # the same numbers in both languages
-    assert rows_of(text) == rows_of(klass["page"].read_text(encoding="utf-8"))
+    # every message from the results too, written now from graded.json (grade-all wrote English)
+    typical = [c["representative"] for c in zh["checks"] if c["representative"]]
+    assert typical and all(re.search("[\u4e00-\u9fff]", m) for m in typical)
+    assert "可能的原因：" in text and "Likely cause" not in text
+    # the same numbers in both languages; the reasons a submission was not graded in each one's
+    zh_rows, en_rows = rows_of(text), rows_of(klass["page"].read_text(encoding="utf-8"))
+    assert {k: v[:3] for k, v in zh_rows.items()} == {k: v[:3] for k, v in en_rows.items()}
+    assert zh_rows["linked"][3] == "linked 是一个符号链接；评分程序不跟随链接，因此没有评分"
+    assert en_rows["linked"][3] == "linked is a symbolic link; links are not followed, so it was not graded"
 
 
 def test_class_report_rebuilds_the_same_view_without_grading(klass, tmp_path):
@@ -316,8 +325,13 @@ def test_class_report_rebuilds_the_same_view_without_grading(klass, tmp_path):
     run("class-report", str(klass["out"]), "--report", str(page))
     assert time.monotonic() - started < 60
     again = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
-    first.pop("language")
-    again.pop("language")
+    assert (first["language"], again["language"]) == ("zh", "en")
+    for data in (first, again):      # the same numbers; titles and messages in each one's language
+        data.pop("language")
+        for c in data["checks"]:
+            c.pop("representative"), c.pop("title")
+        for st in data["students"]:
+            st.pop("error")
     assert again == first
     assert rows_of(page.read_text(encoding="utf-8")) == rows_of(klass["page"].read_text(encoding="utf-8"))
     assert {p: p.stat().st_mtime_ns for p in klass["out"].glob("*/results.json")} == before

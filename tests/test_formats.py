@@ -202,6 +202,31 @@ def test_every_format_in_chinese_keeps_its_structure(tmp_path):
     assert len({_columns(ln[:ln.index("/") + 3]) for ln in lines[3:6]}) == 1
 
 
+def test_every_format_writes_the_message_then_its_diagnosis_in_the_language_asked_for(tmp_path):
+    """A result keeps the message and the misconception ids apart; each format writes message, a
+    newline, then the diagnosis (with the hint of the step's library), in the language it writes in."""
+    from autograder.i18n import _, render
+    from autograder.reference import misconceptions
+    s6 = contract.STEP_BY_STEM["06_multi_head"]
+    message = _("{what} has shape {got}; expected {shape}.", what="out", got=(2, 3), shape=(3, 2))
+    check = CheckResult(s6.stem, "6.3", "shapes", "shape", 2, 0, "failed", message, ["softmax-wrong-axis"])
+    report = Report("sub", [StepResult(s6, "06_multi_head.py", [check])], {})
+    for lang in ("en", "zh"):
+        want = render(message, lang) + "\n" + render(misconceptions.describe(["softmax-wrong-axis"], "torch"), lang)
+        assert ("dim=" in want) and ("keepdim" in want)              # torch's names, not numpy's axis=
+        with i18n.language(lang):
+            results = report_module.gradescope(report)
+            xml = parse_junit(junit.junit_xml(report), tmp_path)
+            classroom = github.classroom_result(report)
+            summary = github.summary_markdown(report)
+            table = report_module.table(report)
+        assert results["tests"][0]["output"] == want
+        assert list(list(xml)[0])[0].result[0].text == want
+        assert classroom["tests"][0]["message"] == want and want in summary
+        assert "\n".join("    " + ln for ln in want.splitlines()) in table
+    assert report.steps[0].checks[0].output == message            # the report itself is left as it was
+
+
 def _columns(text):
     """Terminal columns `text` takes (a CJK character two)."""
     import unicodedata

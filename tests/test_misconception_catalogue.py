@@ -447,13 +447,15 @@ import json, sys
 from autograder.sandbox import zygote
 zygote.start_unless_disabled()      # children forked warm, as `grade` does: each case costs no torch import
 from autograder import i18n; from autograder.grading import run as grading
+from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 out = {}
 for folder, stem, lang in json.load(sys.stdin):
+    report = grading.grade(folder, steps=[stem])
     with i18n.language(lang):
-        report = grading.grade(folder, steps=[stem])
-    out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                                 "status": c.status, "misconceptions": c.misconceptions, "output": c.output}
-                                for s in report.steps for c in s.checks]
+        out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
+                                     "status": c.status, "misconceptions": c.misconceptions,
+                                     "output": check_text(c, s.step.framework)}
+                                    for s in report.steps for c in s.checks]
 json.dump(out, sys.stdout)
 '''
 
@@ -529,7 +531,7 @@ def test_mistake_is_named_at_its_step_in_chinese(graded, case):
         return [(c["number"], c["status"], c["score"], c["misconceptions"]) for c in checks]
     assert outcome(chinese) == outcome(english), _summary(chinese)
     with i18n.language("zh"):
-        text = i18n.translate(misconceptions.CATALOGUE[mid].diagnosis)
+        text = str(i18n.translate(misconceptions.CATALOGUE[mid].diagnosis))
     assert text != misconceptions.CATALOGUE[mid].diagnosis, f"no Chinese diagnosis for {mid}"
     named = [c for c in chinese if mid in c["misconceptions"]]
     assert any(text in c["output"] for c in named), _summary(chinese)

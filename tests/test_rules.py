@@ -297,11 +297,12 @@ GRADE_MANY = '''
 import json, sys
 from autograder.grading import run as grading; from autograder.sandbox import zygote
 zygote.start()
+from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 out = {}
 for folder, stem in json.load(sys.stdin):
     report = grading.grade(folder, steps=[stem])
     out[folder] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                    "status": c.status, "misconceptions": c.misconceptions, "output": c.output}
+                    "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
                    for s in report.steps for c in s.checks]
 zygote.stop()
 json.dump(out, sys.stdout)
@@ -414,12 +415,14 @@ def test_a_step_without_an_api_check_cannot_be_listed(tmp_path):
 REPEAT = '''
 import json, sys
 from autograder.grading import run as grading; from autograder.sandbox import zygote
+from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 zygote.start()
 grader = grading.Grader()
 runs = []
 for _ in range(20):
     report = grader.grade(sys.argv[1], steps=sys.argv[2].split(","))
-    runs.append([(c.number, c.status, c.score, c.output, c.misconceptions) for s in report.steps for c in s.checks])
+    runs.append([(c.number, c.status, c.score, check_text(c, s.step.framework), c.misconceptions)
+                 for s in report.steps for c in s.checks])
 grader.close()
 zygote.stop()
 json.dump(runs, sys.stdout)

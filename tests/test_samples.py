@@ -111,7 +111,7 @@ def test_lesson_in_chinese_gets_the_same_grades_in_chinese_words(graded):
                               "does not define", "(same message as"):
             assert english_words not in t["output"], (t["number"], t["output"])
     with i18n.language("zh"):
-        diagnosis = i18n.translate(misconceptions.CATALOGUE["scale-multiplied"].diagnosis)
+        diagnosis = str(i18n.translate(misconceptions.CATALOGUE["scale-multiplied"].diagnosis))
     named = [t for t in by_step(chinese)["07_full_module"] if "misconception:scale-multiplied" in t["tags"]]
     assert named and all(diagnosis in t["output"] for t in named)
     assert "总分" in chinese["output"] and "总计" in out            # results.json's summary, the terminal table

@@ -101,11 +101,12 @@ class Student:
 
 
 def _mutated(reply, name):
-    """The names of the inputs the child says the call changed in place (bounded, plain strings)."""
+    """The names of the inputs the child says the call changed in place (bounded: a name the child
+    sent cut to 100 characters; a position is a message, "argument 2")."""
     mutated = reply.get("mutated") or []
     if not isinstance(mutated, list):
         return []
-    return [name(m)[:100] for m in mutated[:100] if type(m) in (int, str)]
+    return [name(m if type(m) is int else m[:100]) for m in mutated[:100] if type(m) in (int, str)]
 
 
 def _with_mutated(value, mutated):

@@ -22,8 +22,7 @@ from autograder import i18n, safe_text
 from autograder.reference import misconceptions
 from autograder.i18n import _, translate
 from autograder.reports.gradescope_json import MAX_PRINTED
-from autograder.reports.text import check_text, mistakes
-from autograder.safe_text import clip
+from autograder.reports.text import check_text, clipped, mistakes
 
 CELL = 26                                          # pixels per heatmap cell
 MIN_DIFF = 0.05                                    # the difference map's colour scale never goes below this
@@ -159,9 +158,9 @@ def render(report, name):
                             f'<pre class="failed">{_e(message)}</pre></section>')
             continue
         body = _maps(s.example) if s.example is not None else ""
-        if s.printed.strip():
+        if i18n.render(s.printed).strip():
             body += (f'<p class="note">{_e(_("What your code printed:"))}</p>'
-                     f'<pre class="printed">{_e(clip(s.printed, MAX_PRINTED))}</pre>')
+                     f'<pre class="printed">{_e(clipped(s.printed, MAX_PRINTED))}</pre>')
         sections.append(f'<section id="step-{s.step.stem}"><h2>{heading} '
                         f'<span class="score">{s.score:g}/{s.max_score:g}</span></h2>{body}'
                         f'<table>{_header_row(_("check"), _("what"), _("points"), _("message"))}'
