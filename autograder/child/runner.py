@@ -278,7 +278,8 @@ def _target(req):
     order; `extra` are further arguments (num_heads). A module: {"op": "module", "name", "init",
     "params", "inputs": [x]}: leaves are "x" then the module's own parameters (leaves already),
     which run() swaps for the tensors it is given (torch.func.functional_call) unless they are
-    those parameters.
+    those parameters. With "cache": {"cls", "chunks"} forward runs over x chunk by chunk with one
+    student cache (as a module request's, see _decoder), and run() returns the chunks' outputs.
     Returns (run, leaves {name: tensor}, module's {parameter: shape} or None); run is None when
     the module's parameters did not fit.
     """
@@ -296,9 +297,13 @@ def _target(req):
     params = dict(mod.named_parameters())
 
     def run(x, *ps):
-        if all(p is params[n] for n, p in zip(params, ps)):
-            return mod(x)
-        return torch.func.functional_call(mod, dict(zip(params, ps)), (x,))
+        def forward(*args):
+            if all(p is params[n] for n, p in zip(params, ps)):
+                return mod(*args)
+            return torch.func.functional_call(mod, dict(zip(params, ps)), args)
+        if req.get("cache"):
+            return _decoder(forward, req["cache"])(x)[0]       # (out of each chunk): one cotangent each
+        return forward(x)
     return run, {"x": _leaf(req["inputs"][0]), **params}, shapes
 
 

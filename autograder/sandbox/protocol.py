@@ -84,11 +84,16 @@ def function_target(name, inputs, extra=()):
             "inputs": [wire.encode_input(a) for a in inputs.values()], "extra": [_scalar(v) for v in extra]}
 
 
-def module_target(name, init, params, x):
+def module_target(name, init, params, x, cache=None):
     """A grad target: the student's module `name(**init)` holding `params` ({name: array}),
-    run on x; differentiated by x and every parameter."""
-    return {"op": "module", "name": name, "init": {"kwargs": {k: _scalar(v) for k, v in init.items()}},
-            "params": {k: wire.encode_input(v) for k, v in params.items()}, "inputs": [wire.encode_input(x)]}
+    run on x; differentiated by x and every parameter. cache: (class name, chunk sizes), as in
+    module_request: forward over x chunk by chunk with one student cache, the outputs being the
+    chunks' (one cotangent each)."""
+    target = {"op": "module", "name": name, "init": {"kwargs": {k: _scalar(v) for k, v in init.items()}},
+              "params": {k: wire.encode_input(v) for k, v in params.items()}, "inputs": [wire.encode_input(x)]}
+    if cache is not None:
+        target["cache"] = {"cls": cache[0], "chunks": [int(n) for n in cache[1]]}
+    return target
 
 
 def grad_request(target, cotangents, small):

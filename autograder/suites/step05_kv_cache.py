@@ -14,14 +14,16 @@ import math
 import numpy as np
 import torch
 
-from autograder.checks import attention, complexity
+from autograder.checks import attention, complexity, gradients
 from autograder.checks.expect import (CheckFailed, check, example, expect_array, expect_close, expect_dtype,
-                                      expect_full_precision, expect_pair, expect_shape, fail, gpu_usable,
-                                      show_example)
+                                      expect_finite, expect_full_precision, expect_pair, expect_shape, fail,
+                                      gpu_usable, note, show_example)
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import remembered
+from autograder.checks.tolerances import large_scores_tolerance
 from autograder.child import meters
 from autograder.i18n import _
+from autograder.reference import variants
 from autograder.reference.modern import kv_cache as known
 from autograder.sandbox.protocol import Returned, Seq
 from solutions.modern_attention import step05_kv_cache as ref
@@ -170,13 +172,15 @@ def _run(student, params, x, chunks=None, dtype="float64", device=None):
     return got, what
 
 
-def _expect_outputs(student, outs, what, params, x, chunks, dtype, with_mistakes=True, cached=True):
-    """Each chunk's out against the reference's, the mistake that explains every chunk named."""
+def _expect_outputs(student, outs, what, params, x, chunks, dtype, with_mistakes=True, cached=True, level="op"):
+    """Each chunk's out against the reference's (tolerance `level`, see expect_close), the mistake that
+    explains every chunk named."""
     expected = _reference(params, x, H, chunks, cached)
     problems = []
     for i, (got, exp) in enumerate(zip(outs, expected)):
         try:
-            expect_close(got, exp, what if len(outs) == 1 else _("{what}, chunk {i}", what=what, i=i + 1), dtype)
+            expect_close(got, exp, what if len(outs) == 1 else _("{what}, chunk {i}", what=what, i=i + 1), dtype,
+                         level)
         except CheckFailed as failure:
             problems.append(failure.message)
     if not problems:
@@ -219,14 +223,14 @@ def test_structure(student):
     _expect_structure(student)
 
 
-@check("5.2", points=1.5, kind="numbers")
+@check("5.2", points=1.25, kind="numbers")
 def test_cache(student):
     """KVCache on its own: append(k, v) returns everything held along time, len() counts the positions (0 when empty)"""
     _expect_cache(student, "5.2 even", (3, 3))
     _expect_cache(student, "5.2", (3, 2, 1))
 
 
-@check("5.3", points=2, kind="numbers")
+@check("5.3", points=1.5, kind="numbers")
 def test_forward_float64(student, request):
     """forward(x) without a cache: causal multi-head attention, float64"""
     _numbers(student, request, "5.3")
@@ -239,13 +243,13 @@ def test_forward_float32(student, request):
     _numbers(student, request, "5.4 cache", [3, 2, 1], dtype="float32")
 
 
-@check("5.5", points=1.5, kind="property")
+@check("5.5", points=1.25, kind="property")
 def test_token_by_token(student, request):
     """Decoding token by token with the cache (6 calls of one token) gives the full causal forward's outputs, and len(cache) grows by one each time"""
     _numbers(student, request, "5.5", [1] * T)
 
 
-@check("5.6", points=1.5, kind="property")
+@check("5.6", points=1, kind="property")
 def test_prefill(student, request):
     """After a prefill of any length (3, 1, 5 tokens), one or several new tokens at once give the full causal forward's outputs"""
     for chunks in ([3, 2, 1], [1, 4, 1], [5, 1]):
@@ -358,6 +362,138 @@ def test_no_library_attention(student):
     measured = [student.measure(student.module_request(MODULE, INIT, params, x, cache=cache), _what(),
                                 forbidden=names, count=False) for cache in (None, (CACHE, [3, 2, 1]))]
     complexity.expect_no_forbidden(measured, _what(), names)
+
+
+# ------------------------------------------------------------------ gradients
+SMALL_B, SMALL_T, SMALL_D, SMALL_H = 1, 3, 4, 2       # the gradcheck case: 76 inputs
+GRAD_CHUNKS = [3, 2, 1]                               # a prefill of 3, then 2 new tokens and 1
+SMALL_CHUNKS = [2, 1]
+
+
+def _grad_case(key, b, t, d):
+    """float64 parameters ~ N(0, 1/d), x (b, t, d) and, per chunk of GRAD_CHUNKS, a cotangent."""
+    params = {f"{p}.weight": randn((STEP, key, p), (d, d), d ** -0.5) for p in PROJ}
+    return params, randn((STEP, key, "x"), (b, t, d))
+
+
+def _reference_forward(d, h, chunks):
+    """forward(x, *weights) -> (out,) or (out of each chunk) of the reference module, for
+    gradients.reference_gradients: the weights in PROJ order, a fresh reference KVCache per call."""
+    mod = ref.CausalSelfAttention(d, h).double()
+    names = [f"{p}.weight" for p in PROJ]
+
+    def forward(x, *ws):
+        def step(*args):
+            return torch.func.functional_call(mod, dict(zip(names, ws)), args)
+        if chunks is None:
+            return (step(x),)
+        cache, outs, start = ref.KVCache(), [], 0
+        for n in chunks:
+            outs.append(step(x[:, start:start + n], cache))
+            start += n
+        return tuple(outs)
+    return forward
+
+
+def _expect_gradients(student, key, chunks):
+    """The student's float64 gradients w.r.t. x and the four weights, without a cache (chunks None) or
+    through one (a prefill, then new tokens), against the reference's; gradcheck on a small case."""
+    params, x = _grad_case(key, B, T, D)
+    s_params, s_x = _grad_case(key + " small", SMALL_B, SMALL_T, SMALL_D)
+    sizes = [T] if chunks is None else chunks
+    cotangents = [randn((STEP, key, "d_out", i), (B, n, D)) for i, n in enumerate(sizes)]
+    cache = None if chunks is None else (CACHE, chunks)
+    what = _what(chunks)
+    got = gradients.run_backward(
+        student, gradients.module_target(MODULE, INIT, params, x, cache), cotangents,
+        gradients.module_target(MODULE, {"d_model": SMALL_D, "num_heads": SMALL_H}, s_params, s_x,
+                                None if chunks is None else (CACHE, SMALL_CHUNKS)), what)
+    if got.value is None:
+        _expect_structure(student)
+        fail(_("{what}: the grader could not load its parameters into your module.", what=what))
+    refs, expected = gradients.reference_gradients(_reference_forward(D, H, chunks), {"x": x, **params}, cotangents)
+    if chunks is None:
+        outs = [expect_array(got.value, what, "torch")]
+    else:
+        items = got.value.items if isinstance(got.value, Seq) else []
+        if len(items) != len(chunks):
+            fail(_("{what}: expected the output of each of the {n} chunks.", what=what, n=len(chunks)))
+        outs = [expect_array(item, _("{what}: the output of chunk {i} ({n} tokens)", what=what, i=i + 1, n=n),
+                             "torch") for i, (item, n) in enumerate(zip(items, chunks))]
+    for out, exp in zip(outs, refs):
+        expect_shape(out, exp.shape, what)
+    names = ["out"] if chunks is None else [f"out[{i + 1}]" for i in range(len(chunks))]
+    gradients.expect_gradients(got, list(zip(names, outs, refs)), expected, what,
+                               gradients.small_case(SMALL_B, SMALL_T, SMALL_D, SMALL_H))
+
+
+@check("5.12", points=1, kind="gradients")
+def test_gradients(student):
+    """Gradients w.r.t. x and the four weights match the reference's (float64), without a cache and through one (a prefill of 3, then 2 and 1 new tokens), and gradcheck passes"""
+    _expect_gradients(student, "5.12", None)
+    _expect_gradients(student, "5.12 cache", GRAD_CHUNKS)
+
+
+# ------------------------------------------------------------------ large scores
+# x ~ N(0, 30^2): scaled scores in the thousands, beyond exp()'s range in float64 (709) and float32 (88)
+LARGE = 30.0
+
+
+def _scores(params, x64):
+    """The reference's scaled scores of every query over every key (float64, (B, h, T, T)), the keys after
+    each query -inf: a chunk's queries see the same rows, cut at the keys held."""
+    heads = [(x64 @ params[f"{p}.weight"].T).reshape(B, T, H, HD).transpose(0, 2, 1, 3) for p in ("q_proj", "k_proj")]
+    scores = attention.scaled_scores(*heads)
+    return np.where(np.tril(np.ones((T, T), dtype=bool)), scores, -np.inf)
+
+
+def _overflows_like_plain_exp(outs, scores, dtype):
+    """Are the rows of out that hold NaN or inf exactly the rows where a softmax without the max subtracted
+    (exp() overflowing in `dtype`) gives NaN in some head?"""
+    bad = np.concatenate([~np.isfinite(o.array).all(-1) for o in outs], axis=1)            # (B, T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        naive = variants.naive_softmax(scores.astype(dtype))
+    return bool(np.array_equal(bad, (~np.isfinite(naive)).any(axis=(1, 3))))
+
+
+def _expect_stable(student, request, key, dtype, chunks=None):
+    """forward on large scores in `dtype`, without a cache or chunk by chunk with one: every output finite
+    (a softmax that overflows named), and right at a tolerance that grows with the scores."""
+    x_low, x64 = rounded(randn((STEP, key, "x"), (B, T, D), LARGE), dtype)
+    params = _params(key, dtype)
+    outs, what = _run(student, params, x_low, chunks, dtype)
+    what = _("{what} in {dtype}", what=what, dtype=dtype)
+    scores = _scores(params, x64)
+    largest = float(np.abs(scores[np.isfinite(scores)]).max())
+    if not all(np.isfinite(o.array).all() for o in outs):
+        found = (["softmax-unstable"] if largest > attention.EXP_LIMIT[dtype]
+                 and _overflows_like_plain_exp(outs, scores, dtype) else [])
+        hint = _("The largest scores here are about {largest}; exp() of more than {limit} overflows "
+                 "{dtype}. torch.softmax, or subtracting each row's maximum before exp(), avoids that.",
+                 largest=f"{largest:.0f}", limit=attention.EXP_LIMIT[dtype], dtype=dtype)
+        for i, out in enumerate(outs):
+            try:
+                expect_finite(out, what if chunks is None else _("{what}, chunk {i}", what=what, i=i + 1), hint)
+            except CheckFailed as failure:
+                fail(failure.message, found)
+    try:
+        _expect_outputs(student, outs, what, params, x64, chunks or [T], dtype, cached=chunks is not None,
+                        level=large_scores_tolerance(dtype, largest))
+    except CheckFailed as failure:
+        if not failure.misconceptions:
+            raise
+        # stable is all this check asks: the mistake costs the numbers checks' points
+        note(request, _("Stable, but the values show the mistake named in {check} ({ids}); "
+                        "that costs the numbers points, not these.",
+                        check="5.3" if chunks is None else "5.6", ids=", ".join(failure.misconceptions)))
+
+
+@check("5.13", points=0.5, kind="stability")
+def test_large_scores(student, request):
+    """No overflow when scores reach the thousands, float64 and float32, without a cache and with one (a prefill of 3, then 2 and 1 new tokens): every output finite, values right"""
+    for dtype in ("float64", "float32"):
+        _expect_stable(student, request, "5.13", dtype)
+        _expect_stable(student, request, "5.13 cache", dtype, [3, 2, 1])
 
 
 # ------------------------------------------------------------------ the feedback page's example (not a check)
