@@ -169,3 +169,54 @@ def test_the_child_sees_no_copy_of_the_kit_anywhere(tmp_path):
         assert call(s, np.zeros(2)).array.tolist() == [0, 0]
     finally:
         s.close()
+
+
+# a module whose forward reads what its cache holds: each chunk's output depends on every earlier token
+CACHED = '''
+import torch
+from torch import nn
+
+class Held:
+    def __init__(self):
+        self.k = None
+
+    def append(self, k, v):
+        self.k = k if self.k is None else torch.cat([self.k, k], 1)
+        return self.k, v
+
+    def __len__(self):
+        return 0 if self.k is None else self.k.shape[1]
+
+class Summing(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.w = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, cache=None):
+        y = self.w(x)
+        held = y if cache is None else cache.append(y, y)[0]
+        return held.sum(1, keepdim=True) * x
+'''
+
+
+def test_a_module_grad_target_with_a_cache_differentiates_every_chunk_through_one_cache(tmp_path):
+    """module_target(..., cache=(class, chunks)): forward runs chunk by chunk with one student cache, the
+    outputs are the chunks' (one cotangent each), and the gradients flow through what the cache holds."""
+    import torch
+    (tmp_path / "05_kv_cache.py").write_text(CACHED)
+    s = StepChild(contract.step_for_stem("05_kv_cache"), tmp_path / "05_kv_cache.py", Limits())
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((1, 3, 2)), rng.standard_normal((2, 2))
+    cot = [rng.standard_normal((1, n, 2)) for n in (2, 1)]
+    try:
+        target = protocol.module_target("Summing", {"d": 2}, {"w.weight": w}, x, cache=("Held", [2, 1]))
+        got = Student(s).grad(target, cot, target)
+    finally:
+        s.close()
+    xt, wt = torch.tensor(x, requires_grad=True), torch.tensor(w, requires_grad=True)
+    y = xt @ wt.T
+    outs = [y[:, :2].sum(1, keepdim=True) * xt[:, :2], y.sum(1, keepdim=True) * xt[:, 2:]]
+    expected = torch.autograd.grad(sum((o * torch.tensor(c)).sum() for o, c in zip(outs, cot)), [xt, wt])
+    assert [item.array.shape for item in got.value.items] == [(1, 2, 2), (1, 1, 2)]
+    assert np.allclose(got.grads["x"], expected[0].numpy()) and np.allclose(got.grads["w.weight"], expected[1].numpy())
+    assert got.gradcheck["ok"]

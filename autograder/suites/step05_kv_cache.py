@@ -117,9 +117,10 @@ def _expect_cache(student, key, sizes):
         k_got, v_got = expect_pair(item, label, ("k_all", "v_all"))
         k_got = expect_array(k_got, label + ": k_all", "torch")
         v_got = expect_array(v_got, label + ": v_all", "torch")
+        # both shapes first: k and v may be appended along different axes
         named = [m.split(":")[0] for m, found in wrong.items()
-                 if tuple(k_got.shape) == found[i][0].shape and np.allclose(k_got.array, found[i][0])
-                 and np.allclose(v_got.array, found[i][1])]
+                 if (tuple(k_got.shape), tuple(v_got.shape)) == (found[i][0].shape, found[i][1].shape)
+                 and np.allclose(k_got.array, found[i][0]) and np.allclose(v_got.array, found[i][1])]
         for got, exp, name in ((k_got, k_all, "k_all"), (v_got, v_all, "v_all")):
             try:
                 expect_shape(got, exp.shape, label + ": " + name)
