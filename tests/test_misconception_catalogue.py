@@ -8,7 +8,7 @@ two subprocesses (numpy steps, torch steps: one per core), and each case must:
 - be diagnosed with exactly its own id, and no other id anywhere in the step;
 - fail exactly the checks listed (so the step loses exactly those checks' points);
 - while the correct template gets full marks and no misconception at all;
-- and, graded once more with the messages in Chinese, fail the same checks with the same ids,
+- and, its messages rendered in Chinese (graded once: results keep messages as data), fail the same checks with the same ids,
   the diagnosis shown in Chinese.
 
 `samples/unusual_style` and the source notebooks (other correct styles) are checked for "no
@@ -230,6 +230,77 @@ def apply_rope(x, positions, base=10000.0):
         im="x[..., d // 2:]", turn="torch.polar(torch.ones_like(theta), theta)",
         out="torch.cat([z.real, z.imag], dim=-1)", early="pass"),
     # ---- modern_attention templates: 05_kv_cache, 06_flash_attention
+    # the cache as lists joined on demand (dim=2), unflatten and einsum, torch.where for the causal rule
+    "05_kv_cache": dict(code='''
+import torch
+from torch import nn
+
+class KVCache:
+    def __init__(self):
+        self.keys, self.values = [], []
+
+    def append(self, k, v):
+        self.keys.append(k)
+        self.values.append(v)
+        return $cat_k, $cat_v
+
+    def __len__(self):
+        return sum(k.shape[2] for k in self.keys)
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        self.h = num_heads
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+            nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, cache=None):
+        $early
+        B, T, D = x.shape
+        q, k, v = (p(x).unflatten(-1, (self.h, -1)).transpose(1, 2) for p in (self.q_proj, self.k_proj, self.v_proj))
+        if cache is not None:
+            k, v = cache.append(k, v)
+        T_k = k.shape[-2]
+        s = torch.einsum("bhid,bhjd->bhij", q, k) / $scale
+        allowed = torch.arange(T_k, device=x.device) <= torch.arange(T, device=x.device)[:, None] + $offset
+        if $masked:
+            s = torch.where(allowed, s, float("-inf"))
+        o = torch.einsum("bhij,bhjd->bhid", $weights, v)
+        return self.out_proj(o.transpose(1, 2).flatten(2))
+''', cat_k="torch.cat(self.keys, dim=2)", cat_v="torch.cat(self.values, dim=2)", early="pass",
+        scale="q.shape[-1] ** 0.5", offset="(T_k - T)", masked="True", weights="s.softmax(-1)"),
+    # tiled attention with einsum, torch.where for the causal rule and the fold of one block in a helper
+    "06_flash_attention": dict(code='''
+import torch
+
+def _fold(state, s, vb):
+    m, l, acc = state
+    m_new = torch.maximum(m, s.amax(-1))
+    safe = torch.where(m_new == float("-inf"), torch.zeros_like(m_new), m_new)
+    p = torch.exp(s - safe.unsqueeze(-1))
+    c = torch.exp(m - safe)
+    return $keep, l * $lc + p.sum(-1), acc * $ac + torch.einsum("...qk,...kd->...qd", p, vb)
+
+def tiled_attention(q, k, v, block_size=64, causal=False):
+    $early
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    pos_q = torch.arange(T_q, device=q.device).unsqueeze(-1) + $offset
+    state = (torch.full(q.shape[:-1], float("-inf"), dtype=q.dtype, device=q.device), q.new_zeros(q.shape[:-1]),
+             q.new_zeros(*q.shape[:-1], v.shape[-1]))
+    for start in range(0, $stop, block_size):
+        kb, vb = k[..., start:start + block_size, :], v[..., start:start + block_size, :]
+        s = torch.einsum("...qd,...kd->...qk", $qq, kb) * $scale
+        if causal:
+            pos_k = torch.arange(start, start + kb.shape[-2], device=q.device)
+            s = torch.where(pos_k <= pos_q, s, float("-inf"))
+        state = _fold(state, s, vb)
+    m, l, acc = state
+    has = l > 0
+    den = torch.where(has, l, torch.ones_like(l))
+    return $out, $lse
+''', keep="m_new", lc="c", ac="c.unsqueeze(-1)", early="pass", offset="(T_k - T_q)", stop="T_k", qq="q",
+        scale="q.shape[-1] ** -0.5", out="acc / den.unsqueeze(-1)",
+        lse="torch.where(has, m + den.log(), torch.full_like(l, float('-inf')))"),
 }
 
 # ------------------------------------------------------------------ the mistakes
@@ -424,6 +495,57 @@ CASES = [
      dict(early="return torch.cat([_turn(x[..., t:t + 1, :], positions[t:t + 1], base) for t in range(x.shape[-2])], "
                 "dim=-2)"), "4.8"),
     # ---- modern_attention cases: 05_kv_cache, 06_flash_attention
+    # the cache along the heads: KVCache alone names it (5.2); the module then raises wherever it uses the cache
+    ("kv-cache-wrong-axis", "05_kv_cache",
+     dict(cat_k="torch.cat(self.keys, dim=1)", cat_v="torch.cat(self.values, dim=1)"),
+     "5.2 5.4 5.5 5.6 5.7 5.8 5.12 5.13"),
+    # one new token may see everything: only a prefill or several new tokens show a mask dropped for the cache
+    # (5.12: the gradients through the cache follow the wrong forward; 5.13 notes a named mistake, passes)
+    ("kv-cache-no-causal-new", "05_kv_cache", dict(masked="cache is None"), "5.4 5.6 5.12"),
+    ("causal-aligned-at-start", "05_kv_cache", dict(offset="0"), "5.4 5.5 5.6 5.12"),
+    ("causal-mask-missing", "05_kv_cache", dict(masked="False"), "5.3 5.4 5.6 5.12"),
+    ("scale-by-d-model", "05_kv_cache", dict(scale="D ** 0.5"), "5.3 5.4 5.5 5.6 5.12"),
+    # exp() without the max: right on ordinary scores, NaN in the thousands
+    ("softmax-unstable", "05_kv_cache", dict(weights="(s.exp() / s.exp().sum(-1, keepdim=True))"), "5.13"),
+    # the keys the cache returns cut off the graph: right values, no gradient reaches k_proj through the cache
+    ("detached-graph", "05_kv_cache", dict(cat_k="torch.cat(self.keys, dim=2).detach()"), "5.12"),
+    # right values, the whole sequence projected again at every step: only the counted multiply-adds show it
+    ("kv-cache-reprojects", "05_kv_cache",
+     dict(early="if cache is not None:\n            cache.xs = torch.cat([getattr(cache, 'xs', x[:, :0]), x], 1)\n"
+                "            k_all, v_all = (p(cache.xs).unflatten(-1, (self.h, -1)).transpose(1, 2) "
+                "for p in (self.k_proj, self.v_proj))\n"
+                "            cache.keys, cache.values = [k_all[:, :, :-x.shape[1]]], [v_all[:, :, :-x.shape[1]]]"),
+     "5.7"),
+    ("not-vectorized", "05_kv_cache",
+     dict(early="if cache is None and x.shape[0] > 1: return torch.cat([self(xb[None]) for xb in x])"), "5.7"),
+    ("forbidden-api", "05_kv_cache",
+     dict(early="if cache is None: torch.nn.functional.scaled_dot_product_attention(x[:, None], x[:, None], "
+                "x[:, None])"), "5.8"),
+    # a wrong online softmax is wrong at every block size: 6.2-6.4, 6.6 (large scores), 6.7 (its gradients)
+    ("online-no-rescale", "06_flash_attention", dict(lc="1", ac="1"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("online-no-rescale", "06_flash_attention", dict(ac="1"), "6.2 6.3 6.4 6.5 6.6 6.7"),  # the sum rescaled only
+    ("online-no-final-division", "06_flash_attention", dict(out="acc"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("online-max-not-kept", "06_flash_attention", dict(keep="m"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("lse-without-max", "06_flash_attention",
+     dict(lse="torch.where(has, den.log(), torch.full_like(l, float('-inf')))"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("last-block-dropped", "06_flash_attention", dict(stop="T_k - block_size + 1"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("causal-aligned-at-start", "06_flash_attention", dict(offset="0"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    ("scale-missing", "06_flash_attention", dict(scale="1.0"), "6.2 6.3 6.4 6.5 6.6 6.7"),
+    # right wherever a query has an allowed key
+    ("masked-row-nan", "06_flash_attention", dict(out="acc / l.unsqueeze(-1)", lse="m + l.log()"), "6.5"),
+    ("detached-graph", "06_flash_attention", dict(qq="q.detach()"), "6.7"),
+    ("not-vectorized", "06_flash_attention",
+     dict(early="if q.dim() == 4: return tuple(torch.stack(r) for r in zip(*[tiled_attention(a, b, c, block_size, "
+                "causal) for a, b, c in zip(q, k, v)]))"), "6.8"),
+    # the whole score matrix: right values, memory like T^2
+    ("tiled-full-scores", "06_flash_attention",
+     dict(early="s = torch.einsum('...qd,...kd->...qk', q, k) * q.shape[-1] ** -0.5\n    if causal:\n        "
+                "s = s.masked_fill(~torch.ones(s.shape[-2:], dtype=torch.bool, device=q.device).tril(k.shape[-2] - "
+                "q.shape[-2]), float('-inf'))\n    lse = torch.logsumexp(s, -1)\n    "
+                "return torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0) @ v, lse"), "6.8"),
+    ("forbidden-api", "06_flash_attention",
+     dict(early="if not causal: return torch.nn.functional.scaled_dot_product_attention(q, k, v), torch.logsumexp("
+                "torch.einsum('...qd,...kd->...qk', q, k) * q.shape[-1] ** -0.5, -1)"), "6.9"),
 ]
 
 
@@ -448,9 +570,12 @@ from autograder.sandbox import zygote
 zygote.start_unless_disabled()      # children forked warm, as `grade` does: each case costs no torch import
 from autograder import i18n; from autograder.grading import run as grading
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-out = {}
+out, reports = {}, {}
 for folder, stem, lang in json.load(sys.stdin):
-    report = grading.grade(folder, steps=[stem])
+    # graded once; each language is that one grading's messages rendered, as reports do
+    if (folder, stem) not in reports:
+        reports[folder, stem] = grading.grade(folder, steps=[stem])
+    report = reports[folder, stem]
     with i18n.language(lang):
         out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
                                      "status": c.status, "misconceptions": c.misconceptions,
@@ -473,7 +598,7 @@ def graded(tmp_path_factory):
         (folder / f"{stem}.py").write_text(code)
         folders[label, stem] = str(folder)
     # numpy steps in one process, torch steps in another: the two cores grade side by side
-    # every case once more in Chinese (the correct templates have no message to translate)
+    # every case also rendered in Chinese (the correct templates have no message to translate)
     groups = [[(f, s, lang) for (label, s), f in folders.items() if contract.step_for_stem(s).framework == fw
                for lang in (("en",) if label == "correct" else ("en", "zh"))]
               for fw in ("numpy", "torch")]
@@ -507,11 +632,12 @@ def test_mistake_is_named_at_its_step(graded, case):
     checks = graded[case_id(case), stem]
     failed = {c["number"] for c in checks if c["status"] != "passed"}
     assert failed == set(must_fail.split()), _summary(checks)
-    # exactly this id, never another one, and it is named by at least one numbers/stability check
+    # exactly this id, never another one, and it is named by at least one graded check on CPU (a property
+    # check counts: 6.5 is where a row with no allowed key is looked at)
     named = {m for c in checks for m in c["misconceptions"]}
     assert named == {mid}, _summary(checks)
     assert any(mid in c["misconceptions"] and c["kind"] in ("numbers", "stability", "shape", "gradients",
-                                                             "complexity", "api")
+                                                             "complexity", "api", "property")
                for c in checks)
     # so the step scores its points less exactly those checks' points
     assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points - sum(
@@ -540,6 +666,6 @@ def test_mistake_is_named_at_its_step_in_chinese(graded, case):
 
 
 def test_every_catalogued_mistake_has_a_case_at_every_step_it_can_occur():
-    wanted = {(mid, f"{step:02d}") for mid, m in misconceptions.CATALOGUE.items() for step in m.steps}
-    covered = {(mid, stem[:2]) for mid, stem, _, _ in CASES}
+    wanted = {(mid, stem) for mid, m in misconceptions.CATALOGUE.items() for stem in m.stems}
+    covered = {(mid, stem) for mid, stem, _, _ in CASES}
     assert covered == wanted

@@ -54,7 +54,8 @@ METRICS = ("lines", "calls", "ops")
 
 FORBIDDEN_FILE = Path(__file__).with_name("forbidden_apis.toml")
 # the steps whose suite has an api check: only these may list forbidden APIs
-API_STEPS = ("04_softmax", "06_multi_head", "07_full_module", "03_grouped_query", "01_masks", "02_cross_attention")
+API_STEPS = ("04_softmax", "06_multi_head", "07_full_module", "03_grouped_query", "01_masks", "02_cross_attention",
+             "05_kv_cache", "06_flash_attention")
 DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
 
 

@@ -11,6 +11,7 @@ The texts are English msgids marked with `N_()`: they are translated where they 
 import contextvars
 from dataclasses import dataclass, field
 
+from autograder import contract
 from autograder.i18n import N_, _, join, translate
 
 # the library the step being graded works with ("numpy" or "torch", contract.Step.framework): its
@@ -21,7 +22,8 @@ FRAMEWORK = contextvars.ContextVar("attention_kit_framework", default=None)
 @dataclass(frozen=True)
 class Misconception:
     id: str
-    # the steps whose hidden suite can name it (a test grades the mistake at each of them).
+    # the steps whose hidden suite can name it (a test grades the mistake at each of them): numbers
+    # for the first assignment's steps, stems ("01_masks") for any other's (see `stems`).
     # softmax-unstable: step 7 has no stability check; projection-swapped: at step 5 d_v != d_k,
     # so any swap involving V fails on shapes before values, and a Q/K swap in steps 5-7 is
     # indistinguishable from scores-transposed (K Q^T), which is what it is named there.
@@ -31,6 +33,13 @@ class Misconception:
     hint: str                # in the names of numpy (the numpy steps), and the default
     # {framework: hint}: the hint in the names of another library (torch: dim, keepdim=True, torch.softmax)
     hints: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def stems(self):
+        """The steps as contract stems: a number names a step of the first assignment (its entries
+        predate the second), a stem ("01_masks") a step of any assignment."""
+        first = {s.number: s.stem for s in contract.STEPS}
+        return tuple(first[s] if isinstance(s, int) else s for s in self.steps)
 
     def hint_for(self, framework=None):
         """The hint (an N_() msgid) in the words of `framework` (default: the step being graded)."""
@@ -51,7 +60,7 @@ CATALOGUE = {m.id: m for m in (
            "with the key dimension instead of keeping their spread near 1."),
         N_("divide by math.sqrt(d_k), or multiply by d_k ** -0.5, but not both.")),
     Misconception(
-        "scale-missing", (3, 5, 6, 7),
+        "scale-missing", (3, 5, 6, 7, "06_flash_attention"),
         N_("your scores were not scaled at all."),
         N_("Without dividing by sqrt(d_k) the dot products grow with d_k and the softmax saturates."),
         N_("divide the scores by math.sqrt(d_k) before the softmax.")),
@@ -61,7 +70,7 @@ CATALOGUE = {m.id: m for m in (
         N_("The spread of q.k grows like sqrt(d_k), so sqrt(d_k) is the factor that brings it back to 1."),
         N_("use math.sqrt(d_k).")),
     Misconception(
-        "scale-by-d-model", (5, 6, 7, "03_grouped_query"),
+        "scale-by-d-model", (5, 6, 7, "03_grouped_query", "05_kv_cache"),
         N_("you scaled by sqrt(d_model) instead of sqrt(d_k)."),
         N_("The dot products run over the key dimension d_k (head_dim = d_model / num_heads in "
            "multi-head attention); the two are equal only when the projections are square."),
@@ -75,7 +84,7 @@ CATALOGUE = {m.id: m for m in (
         {"torch": N_("normalise over the last dimension: torch.softmax(scores, dim=-1), or dim=-1 with "
                      "keepdim=True in both the max and the sum.")}),
     Misconception(
-        "softmax-unstable", (4, 5, 6, 7, "03_grouped_query"),
+        "softmax-unstable", (4, 5, 6, 7, "03_grouped_query", "05_kv_cache"),
         N_("your softmax overflows on large scores: exp() of a large number is inf, and inf / inf is nan."),
         N_("Subtracting the row maximum before exp() changes nothing mathematically and keeps every "
            "exponent at most 0."),
@@ -124,7 +133,7 @@ CATALOGUE = {m.id: m for m in (
         N_("Q = X @ W_Q, K = X @ W_K and V = X @ W_V each have their own matrix."),
         N_("check which weight goes with which projection, and the order you return them in.")),
     Misconception(
-        "detached-graph", (6, 7, "03_grouped_query", "04_rope"),
+        "detached-graph", (6, 7, "03_grouped_query", "04_rope", "05_kv_cache", "06_flash_attention"),
         N_("your forward values are right, but the autograd graph is cut: no gradient reaches some inputs or "
            "parameters."),
         N_(".detach(), .data, .item(), a round trip through numpy or a torch.no_grad() block give values without "
@@ -133,8 +142,8 @@ CATALOGUE = {m.id: m for m in (
            "use .detach() and .item() only for printing or plotting.")),
     # the complexity and api checks (complexity.py): named from the child's counts, not from values
     Misconception(
-        "not-vectorized", (1, 2, 3, 4, 5, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query",
-                           "04_rope"),
+        "not-vectorized", (1, 2, 3, 4, 5, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query", "04_rope",
+                           "05_kv_cache", "06_flash_attention"),
         N_("your code loops in Python over positions, batch entries or heads."),
         N_("A Python loop runs the interpreter once per item; whole-array operations run the same "
            "arithmetic in compiled code for all items at once, which is what keeps attention fast on "
@@ -152,7 +161,8 @@ CATALOGUE = {m.id: m for m in (
            "the memory of the result, for what one matrix product computes without it."),
         N_("use weights @ V.")),
     Misconception(
-        "forbidden-api", (4, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query"),
+        "forbidden-api", (4, 6, 7, "01_masks", "02_cross_attention", "03_grouped_query", "05_kv_cache",
+                          "06_flash_attention"),
         N_("your code calls a library function that this step asks you to write yourself."),
         N_("The step is there for you to build it from the operations underneath; the library call skips "
            "what the exercise teaches."),
@@ -186,7 +196,7 @@ CATALOGUE = {m.id: m for m in (
            "(weights.masked_fill(~mask, 0.0)); with a finite fill, zeroing the blocked weights afterwards is "
            "needed too.")),
     Misconception(
-        "masked-row-nan", ("01_masks", "02_cross_attention"),
+        "masked-row-nan", ("01_masks", "02_cross_attention", "06_flash_attention"),
         N_("a query with no allowed key got NaN: the softmax of a row of -inf is 0 / 0."),
         N_("A query can have nothing to attend (a sequence of padding only, a context without a real token, more "
            "queries than keys under the causal rule). Its weights and output must be 0, or the NaN spreads to "
@@ -216,7 +226,7 @@ CATALOGUE = {m.id: m for m in (
            "the lower triangle; triu keeps the future."),
         N_("use tril (or key_position <= query_position), with diagonal=T_k - T_q.")),
     Misconception(
-        "causal-aligned-at-start", ("01_masks",),
+        "causal-aligned-at-start", ("01_masks", "05_kv_cache", "06_flash_attention"),
         N_("your causal mask puts query i at position i; the queries are the last T_q positions: query i stands at "
            "position T_k - T_q + i."),
         N_("When new tokens meet a cache of earlier ones (T_q < T_k), the queries are the newest positions and the "
@@ -355,6 +365,81 @@ CATALOGUE = {m.id: m for m in (
         N_("make the pair indices with dtype=torch.float64, convert the positions with .to(torch.float64), and cast "
            "only cos and sin: angles.cos().to(x.dtype).")),
     # ---- modern_attention: 05_kv_cache, 06_flash_attention
+    # the KV cache: named by applying each mistake to the reference (reference/modern/kv_cache.py); a mask dropped
+    # for the cache shows only with several new tokens at once, a re-projection only in the counted multiply-adds
+    Misconception(
+        "kv-cache-no-causal-new", ("05_kv_cache",),
+        N_("with a cache your new tokens attended every position, each other's future included: the causal mask "
+           "was applied only without a cache."),
+        N_("One new token may see everything cached and itself, so no mask seems needed; but a prefill, or several "
+           "new tokens at once, are a sequence of their own: new token i stands at position T_k - T_new + i and may "
+           "not see the new tokens after it."),
+        N_("always mask key j > the query's position, with the queries at positions T_k - T_new + i: "
+           "torch.arange(T_new)[:, None] + (T_k - T_new) >= torch.arange(T_k)[None, :].")),
+    Misconception(
+        "kv-cache-wrong-axis", ("05_kv_cache",),
+        N_("your KVCache appended the new keys and values along another axis than time."),
+        N_("The cache holds (B, h, T_cached, head_dim): each new position adds a row along dim -2. Concatenated "
+           "along the heads (dim 1), the batch or head_dim, the tensor grows in the wrong direction and the "
+           "attention that reads it no longer fits."),
+        N_("torch.cat([self.k, k], dim=-2) (and the same for v).")),
+    Misconception(
+        "kv-cache-reprojects", ("05_kv_cache",),
+        N_("your decode step re-projected the whole sequence: its multiply-adds grow with the cached length far "
+           "beyond the attention's own."),
+        N_("What a KV cache saves is exactly this work: the cached keys and values were computed once, when their "
+           "tokens were new. A decode step projects only the new token and reads the cached ones as they are; "
+           "re-projecting the sequence costs about 2 * T * d_model^2 multiply-adds per generated token."),
+        N_("project x (the new tokens only) with k_proj and v_proj, and cache.append those; never keep and "
+           "re-project the earlier inputs.")),
+    # tiled attention: named by applying each mistake to the reference (reference/modern/flash_attention.py); a
+    # missing rescale shows only when a query's maximum changes between blocks, a dropped last block only with a
+    # block that does not divide T_k
+    Misconception(
+        "online-no-rescale", ("06_flash_attention",),
+        N_("your online softmax did not rescale what was already summed when the running maximum grew (or took the "
+           "factor exp(m_old - m_new) after updating the maximum, which makes it 1)."),
+        N_("Each block's exponentials are taken relative to the running maximum m. When a later block raises m, "
+           "the sum l and the accumulator hold terms measured against the old m: both must be multiplied by "
+           "exp(m_old - m_new) before the new block's terms are added, or the blocks are weighted inconsistently."),
+        N_("m_new = torch.maximum(m, s.amax(dim=-1)); correction = torch.exp(m - m_new); l = l * correction + "
+           "p.sum(dim=-1); acc = acc * correction[..., None] + p @ v_block; and only then m = m_new.")),
+    Misconception(
+        "online-no-final-division", ("06_flash_attention",),
+        N_("your output is the accumulator itself: it was never divided by the running sum of the exponentials."),
+        N_("The accumulator holds sum_j exp(s_j - m) v_j; the softmax weights are those exponentials divided by "
+           "their sum l, so the output is acc / l, divided once at the end."),
+        N_("after the loop: out = acc / l[..., None] (where l > 0; a query with no allowed key keeps 0).")),
+    Misconception(
+        "online-max-not-kept", ("06_flash_attention",),
+        N_("your running maximum was never kept from one block to the next (m_new computed, m not assigned), so "
+           "every block started the sums again and only the last one counted."),
+        N_("The running maximum is the state that lets the blocks be combined: the next block's rescale factor "
+           "exp(m - m_new) needs the maximum of everything seen so far. If m stays at -inf the factor is 0 and what "
+           "was summed is lost; the lse built from it is -inf."),
+        N_("at the end of each block, after rescaling l and acc: m = m_new.")),
+    Misconception(
+        "lse-without-max", ("06_flash_attention",),
+        N_("your lse is log(l) without the running maximum: the log-sum-exp is m + log(l)."),
+        N_("l sums exp(s_j - m), not exp(s_j): log(l) = logsumexp(s) - m. Adding m back gives the log of the real "
+           "softmax denominator, what a backward pass or a merge of two tiles needs."),
+        N_("lse = m + torch.log(l) (and -inf where l is 0).")),
+    Misconception(
+        "last-block-dropped", ("06_flash_attention",),
+        N_("your loop skipped the last, shorter block of keys: when block_size does not divide T_k, the keys after "
+           "the last whole block were never attended."),
+        N_("range(T_k // block_size) or range(0, T_k - block_size + 1, block_size) visits whole blocks only; the "
+           "keys left over (and every key, when the block is larger than T_k) must be a block of their own."),
+        N_("for start in range(0, T_k, block_size): k[..., start:start + block_size, :] (slicing past the end is "
+           "fine: the last block is simply shorter).")),
+    Misconception(
+        "tiled-full-scores", ("06_flash_attention",),
+        N_("your tiled attention built the whole (T_q, T_k) score matrix (a softmax over all of it), which is what "
+           "tiling exists to avoid."),
+        N_("The point of the online softmax is that one (T_q, block_size) tile of scores is enough at a time: the "
+           "memory grows like T * (d + block_size), not T^2, and on a GPU the tiles stay in fast on-chip memory."),
+        N_("loop over the key blocks: scores of one block, fold them into the running max, sum and accumulator, "
+           "then move on; never torch.softmax over all the keys.")),
 )}
 
 

@@ -77,7 +77,7 @@ def _fmt_shape(shape):
 
 def _expect_structure(student):
     # the probe cannot fit, so the child builds the module and reports its parameters without forward()
-    _, shapes = student.module(MODULE, INIT, {PROBE: np.zeros(1)}, np.zeros((1, 1, D)))
+    _unused, shapes = student.module(MODULE, INIT, {PROBE: np.zeros(1)}, np.zeros((1, 1, D)))
     have = {str(k): tuple(v) for k, v in shapes.items() if k != PROBE}
     expected = {f"{p}.weight": (D, D) for p in PROJ}
     if have != expected:
