@@ -211,3 +211,13 @@ def test_the_pages_examples_come_from_the_graded_run(tmp_path, monkeypatch):
     assert plain.steps[0].example is None and example is not None and example.problem is None
     assert example.got.shape == example.expected.shape == (5, 7)
     np.testing.assert_allclose(example.got, example.expected, rtol=1e-12)
+
+
+def test_a_masked_example_hatches_exactly_the_masked_cells():
+    """Masked attention's page shows where no weight belongs: one hatch per masked cell, over its colour."""
+    from autograder.reports import html as page
+    mask = np.tril(np.ones((4, 6), dtype=bool), k=2)          # causal, aligned at the end
+    weights = np.where(mask, 1.0 / mask.sum(-1, keepdims=True), 0.0)
+    svg = page.heatmap_svg(weights, "w", mask=mask)
+    assert svg.count('class="masked"') == int((~mask).sum()) == 6
+    assert svg.count("(masked)") == 6 and page.heatmap_svg(weights, "w").count('class="masked"') == 0

@@ -44,13 +44,15 @@ def _colour(v, scale, diverging):
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def heatmap_svg(matrix, title, scale=1.0, diverging=False):
+def heatmap_svg(matrix, title, scale=1.0, diverging=False, mask=None):
     """An inline SVG heatmap: rows are queries, columns keys; each cell's value in its tooltip.
 
     `scale` is the value drawn in full colour (weights of 5 keys are near 0.2: a [0, 1] scale
-    would leave them all pale)."""
+    would leave them all pale). `mask` (bool, the matrix's shape, True = may attend): the other
+    cells are hatched over their colour, so a weight where none belongs still shows through."""
     m = np.asarray(matrix, dtype=np.float64)
     rows, cols = m.shape
+    blocked = None if mask is None else ~np.broadcast_to(np.asarray(mask, dtype=bool), m.shape)
     left, top = 24, 34
     width, height = left + cols * CELL + 4, top + rows * CELL + 4
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="heatmap" width="{width}" height="{height}" '
@@ -63,9 +65,17 @@ def heatmap_svg(matrix, title, scale=1.0, diverging=False):
         for j in range(cols):
             v = m[i, j]
             label = "NaN" if math.isnan(v) else f"{v:.4g}"
+            masked = blocked is not None and blocked[i, j]
+            note = f" ({_e(_('masked'))})" if masked else ""
             parts.append(f'<rect x="{left + j * CELL}" y="{top + i * CELL}" width="{CELL - 1}" '
-                         f'height="{CELL - 1}" fill="{_colour(v, scale, diverging)}"><title>[{i}, {j}] = {label}'
+                         f'height="{CELL - 1}" fill="{_colour(v, scale, diverging)}"><title>[{i}, {j}] = {label}{note}'
                          '</title></rect>')
+            if masked:       # two grey diagonals: the cell's colour stays visible between them
+                x, y = left + j * CELL, top + i * CELL
+                parts.append(f'<path class="masked" d="M{x} {y + CELL - 1}L{x + CELL - 1} {y}'
+                             f'M{x} {y + (CELL - 1) // 2}L{x + (CELL - 1) // 2} {y}'
+                             f'M{x + (CELL - 1) // 2} {y + CELL - 1}L{x + CELL - 1} {y + (CELL - 1) // 2}" '
+                             'stroke="#777" stroke-width="1" fill="none"/>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -125,14 +135,17 @@ def _maps(example):
     what, expected, got, problem = example.what, example.expected, example.got, example.problem
     both = [a for a in (expected, got) if a is not None]
     top = min(1.0, max(float(np.max(a[np.isfinite(a)], initial=0.0)) for a in both)) or 1.0
-    maps = [heatmap_svg(expected, _("expected"), top)]
+    mask = example.mask
+    maps = [heatmap_svg(expected, _("expected"), top, mask=mask)]
     caption = _("Darkest blue: {top} or more.", top=f"{top:.2g}")
+    if mask is not None:
+        caption += _(" Hatched cells are masked: no weight belongs there.")
     if got is not None:
         diff = got - expected
         worst = float(np.max(np.abs(diff[np.isfinite(diff)]), initial=0.0))
         # a floor, so that rounding noise (1e-16) stays white instead of filling the scale
-        maps += [heatmap_svg(got, _("yours"), top),
-                 heatmap_svg(diff, _("yours - expected"), max(MIN_DIFF, worst), diverging=True)]
+        maps += [heatmap_svg(got, _("yours"), top, mask=mask),
+                 heatmap_svg(diff, _("yours - expected"), max(MIN_DIFF, worst), diverging=True, mask=mask)]
         caption += _(" In the difference, red is more weight than expected, blue less; full colour at "
                      "+-{scale}. Largest difference: {worst}", scale=f"{max(MIN_DIFF, worst):.2g}", worst=f"{worst:.3g}")
         caption += _(" (grey cells: NaN or infinite).") if not np.isfinite(got).all() else _(".")
