@@ -196,8 +196,8 @@ def _numbers(student, request, cls, init, key, dtype, device=None, cast=None, wi
         what = _("{what} on {device} in {dtype}", what=what, device=device, dtype=dtype)
     elif dtype != "float64":
         what = _("{what} in {dtype}", what=what, dtype=dtype)
-    expect_dtype(request, out, dtype, f"{what}: out", "torch")
-    expect_dtype(request, w, dtype, f"{what}: attn_weights", "torch")
+    expect_dtype(request, out, dtype, what + ": out", "torch")          # `what` is a message: composed, not rendered
+    expect_dtype(request, w, dtype, what + ": attn_weights", "torch")
     if dtype == "float64":
         expect_full_precision(who, who.module_request(cls, init, params, x_low, dtype=dtype), what)
     mistakes = (lambda: _mistakes(cls, init, params, x64)) if with_mistakes else None
