@@ -40,7 +40,7 @@ from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
 from traitlets import Float, Integer, Unicode
 
-from autograder import contract
+from autograder import contract, i18n
 from autograder.sandbox import isolation, process
 from autograder.sandbox.limits import Limits
 
@@ -151,7 +151,8 @@ class TrustedGrades(NbGraderPreprocessor):
             nbformat.write(submitted, os.path.join(tmp, f"{name}.ipynb"))
             for cell, stem in cells:
                 if refused is not None:          # a link to the course's master, a FIFO...: nothing to grade
-                    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=refused + "\n"),
+                    text = i18n.render(refused, notebook.course_language(language_folder))   # a message: the cell holds text
+                    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text + "\n"),
                                     nbformat.v4.new_output("execute_result", data={"text/plain": "0.0"},
                                                            execution_count=cell.get("execution_count"))]
                     continue
@@ -194,10 +195,12 @@ class WalledExecute(Execute):
             # a link (to the master notebook, say): what nbgrader copied is the course's, not the
             # student's. Its code never runs, its solution cells are blanked (the autograded copy
             # becomes the student's feedback), and TrustedGrades gives 0 with the reason.
-            self.log.warning("attention-kit: %s", refused)
+            self.log.warning("attention-kit: %s", i18n.render(refused, "en"))      # the instructor's log
+            from autograder.commands import notebook_hook as notebook
+            shown = i18n.render(refused, notebook.course_language(TrustedGrades._course_root(self) or "."))
             for cell in nb.cells:
                 if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
-                    cell.source, cell.outputs = f"# {refused}", []
+                    cell.source, cell.outputs = f"# {shown}", []
             return nb, resources
         step = _notebook_step(nb)
         self._framework = step.framework if step else ""

@@ -88,8 +88,8 @@ def _expect_values(student, request, key, h_kv, causal=True, dtype="float64"):
     out, w, what = _attention(student, low[0], low[1:], h_kv=h_kv, causal=causal)
     if dtype != "float64":
         what = _("{what} in {dtype}", what=what, dtype=dtype)
-    expect_dtype(request, out, dtype, f"{what}: out", "torch")
-    expect_dtype(request, w, dtype, f"{what}: weights", "torch")
+    expect_dtype(request, out, dtype, what + ": out", "torch")
+    expect_dtype(request, w, dtype, what + ": weights", "torch")
     if dtype == "float64":
         args = low + [H, h_kv] if causal else low + [H, h_kv, False]
         expect_full_precision(student, student.call_request("grouped_query_attention", *args), _what(H, h_kv, causal))
@@ -270,8 +270,8 @@ def _on_gpu(student, cuda, request, dtype, key):
     gpu = student.on(cuda, cast=None if dtype == "float32" else dtype)
     out, w, what = _attention(gpu, low[0], low[1:], device=cuda)
     what = _("{what} on {device} in {dtype}", what=what, device=cuda, dtype=dtype)
-    expect_dtype(request, out, dtype, f"{what}: out", "torch")
-    expect_dtype(request, w, dtype, f"{what}: weights", "torch")
+    expect_dtype(request, out, dtype, what + ": out", "torch")
+    expect_dtype(request, w, dtype, what + ": weights", "torch")
     # half precision: too coarse to tell mistakes apart, the CPU checks name them
     mistakes = (lambda: _mistakes(exact[0], exact[1:])) if dtype == "float32" else None
     expect_attention(out, w, _reference(exact[0], exact[1:]), what, dtype, mistakes)

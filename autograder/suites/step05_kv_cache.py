@@ -102,7 +102,7 @@ def _expect_cache(student, key, sizes):
     """KVCache() fed (k, v) of `sizes` new positions: each append returns everything held, along time,
     and len() is the number of positions held (0 before any append)."""
     pairs = [_kv(key, n) for n in sizes]
-    what = f"{CACHE}().append(k, v) ({_('new positions {sizes}', sizes=', '.join(map(str, sizes)))})"
+    what = f"{CACHE}().append(k, v) (" + _("new positions {sizes}", sizes=", ".join(map(str, sizes))) + ")"
     value = student.cache(CACHE, pairs)
     returned, lengths = expect_pair(value, what, ("returned", "lengths"))
     expected = known.append(pairs)
