@@ -310,7 +310,9 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     proc = subprocess.Popen([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, "--log-level=WARN"], cwd=course, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
+        # a bound for the failure case only (a busy machine: nbgrader, a kernel and torch to start), never a
+        # speed the test expects: it goes on as soon as the cell runs
+        deadline = time.monotonic() + 600
         while not processes_mentioning(f"{DAEMON}-2") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert processes_mentioning(f"{DAEMON}-2"), "the student's cell never ran"
@@ -318,7 +320,7 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while (processes_mentioning(str(tmpdir)) or processes_mentioning(f"{DAEMON}-2")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_mentioning(str(tmpdir)) == processes_mentioning(f"{DAEMON}-2") == []
