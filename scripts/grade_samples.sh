@@ -12,6 +12,8 @@ grade() {   # grade() SUBMISSION [--quiet]
 grade source/self_attention --quiet        # the master notebooks, solutions in place: full marks
 grade samples/unusual_style --quiet        # correct code in other idioms: full marks
 grade assignments/self_attention --quiet   # the released stubs: zero, each check says which step is a stub
+grade source/modern_attention --quiet      # the second assignment's masters: full marks
+grade assignments/modern_attention --quiet # its stubs: zero
 .venv/bin/python - <<'PY'
 import json
 print("first message for the stubs:", json.load(open("out/samples/assignments_self_attention.json"))["tests"][0]["output"], "\n")
