@@ -22,13 +22,16 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from autograder import contract
 from autograder.sandbox import isolation
+from autograder.commands import nbgrader_wall
 from autograder.commands.crosscheck import nbgrader_scores
 from conftest import ROOT
 from test_nbgrader import BIN, lesson_function, student_notebook
@@ -293,8 +296,9 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     course.mkdir()
     shutil.copy(ROOT / "nbgrader_config.py", course)
     shutil.copytree(ROOT / "source", course / "source")
-    tmpdir = tmp_path / "t"
-    tmpdir.mkdir()
+    # short, so that the kernel's sockets stay in it (a long $TMPDIR moves them to /tmp: socket_parent)
+    # and the kernel can be found by its connection file's path
+    tmpdir = Path(tempfile.mkdtemp(prefix="akw-kill-", dir="/tmp"))
     run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
     sleeper = textwrap.dedent(f"""\
         import subprocess, sys, time
@@ -307,8 +311,9 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     nbformat.write(with_cell(student_notebook(course, "04_softmax"), sleeper, "step04_softmax"),
                    str(folder / "04_softmax.ipynb"))
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", TMPDIR=str(tmpdir))
+    # stdin too: under pytest-xdist a worker's stdin is its channel to the controller, not ours to hand on
     proc = subprocess.Popen([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, "--log-level=WARN"], cwd=course, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # a bound for the failure case only (a busy machine: nbgrader, a kernel and torch to start), never a
         # speed the test expects: it goes on as soon as the cell runs
@@ -324,6 +329,16 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     while (processes_mentioning(str(tmpdir)) or processes_mentioning(f"{DAEMON}-2")) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert processes_mentioning(str(tmpdir)) == processes_mentioning(f"{DAEMON}-2") == []
+    shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def test_the_kernels_sockets_fit_a_unix_socket_address_whatever_the_temporary_folder(monkeypatch):
+    """A deep $TMPDIR (pytest-xdist's, a CI runner's) would make the kernel's IPC address longer than a
+    Unix socket allows: no kernel would start. The sockets' folder then goes to /tmp."""
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: "/tmp/" + "deep/" * 20)
+    assert nbgrader_wall.socket_parent() == "/tmp"
+    monkeypatch.setattr(tempfile, "gettempdir", lambda: "/tmp/short")
+    assert nbgrader_wall.socket_parent() == "/tmp/short"
 
 
 # ------------------------------------------------------------------ the kernel alone

@@ -240,6 +240,18 @@ class WalledExecute(Execute):
         return km
 
 
+SOCKET_PATH_MAX = 107          # bytes in a Unix socket's path (sun_path), its terminating NUL left out
+
+
+def socket_parent():
+    """Where the kernel's IPC sockets' folder goes: the temporary folder, unless its path is so long
+    that "<it>/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN" would not fit in a Unix socket address
+    (a deep $TMPDIR: zmq then fails with "File name too long" and no kernel starts); then /tmp."""
+    base = tempfile.gettempdir()
+    return base if len(os.fsencode(base)) + len("/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN") <= SOCKET_PATH_MAX \
+        else "/tmp"
+
+
 class WalledProvisioner(LocalProvisioner):
     """The kernel's process as the kit handles a child's: killed with everything it started
     (isolation.kill_everything) before it is reaped, so its pid, kept by the zombie until then,
@@ -358,7 +370,7 @@ class WalledKernelManager(AsyncKernelManager):
                              "the notebooks' kernels run with limits only and can read what this account "
                              "can read. The scores stay the kit's own.")
         self._scratch = tempfile.mkdtemp(prefix="attention-kit-kernel-")
-        self._sockets = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-")
+        self._sockets = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-", dir=socket_parent())
         # data files from the student's own folder under submitted/ (regular files only), not from
         # nbgrader's copy, whose links were followed
         data_folder = getattr(self, "data_folder", None)
