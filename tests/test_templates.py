@@ -1,8 +1,17 @@
 """The CI templates hold together: the GitHub workflow feeds the Classroom reporter the output
 the kit writes, the GitLab job publishes the JUnit file the kit writes, both install the torch
-the kit is tested with, and neither grades a folder that holds the kit's own notebooks."""
+the kit is tested with, and neither grades a folder that holds the kit's own notebooks. The same
+two files serve a repository of either assignment: their grading commands, run as the CI would,
+grade a modern_attention repository as that assignment."""
+import base64
+import json
+import os
 import re
 import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 
 import yaml
 
@@ -78,3 +87,52 @@ def test_every_template_passes_the_course_language():
     assert job["variables"]["ATTENTION_KIT_LANG"] in i18n.LANGUAGES
     script = (TEMPLATES / "gradescope" / "run_autograder").read_text()
     assert 'LANGUAGE="${ATTENTION_KIT_LANG:-en}"' in script and script.rstrip().endswith('--lang "$LANGUAGE"')
+
+
+def run_as_ci(script, cwd, env):
+    """A template's shell lines, run by bash in `cwd` as the CI would, with the kit's console
+    script (the venv's) on PATH."""
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True,
+                          timeout=600, env=dict(os.environ, PATH=path, **env))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def modern_repository(folder):
+    """A student's repository of the second assignment: step 1 done (the master), step 2 a stub,
+    the other stubs not handed in."""
+    folder.mkdir()
+    shutil.copy(ROOT / "source/modern_attention/01_masks.ipynb", folder)
+    shutil.copy(ROOT / "assignments/modern_attention/02_cross_attention.ipynb", folder)
+    (folder / "README.md").write_text("my work\n")
+    return folder
+
+
+def test_both_templates_grade_a_repository_of_the_second_assignment(tmp_path):
+    """The Grade step of the GitHub workflow and the GitLab job's script, run on a modern_attention
+    repository: graded as that assignment (its six steps, 60 points), step 1 full, step 2 zero."""
+    wf = yaml.safe_load((TEMPLATES / "github" / "classroom.yml").read_text())
+    step = next(s for s in next(iter(wf["jobs"].values()))["steps"] if "attention-kit grade" in s.get("run", ""))
+    workspace = tmp_path / "github"
+    workspace.mkdir()
+    modern_repository(workspace / grade_args(step["run"])["submission"])
+    outputs, summary = workspace / "outputs", workspace / "summary.md"
+    run_as_ci(step["run"], workspace, {"ATTENTION_KIT_LANG": "en", "GITHUB_OUTPUT": str(outputs),
+                                       "GITHUB_STEP_SUMMARY": str(summary)})
+    out = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
+    assert (out["score"], out["max_score"]) == ("10", "60")
+    result = json.loads(base64.b64decode(out["result"]))      # what the Classroom reporter posts
+    assert result["max_score"] == 60 and sum(t["score"] for t in result["tests"]) == 10
+    assert {t["name"].split(".")[0] for t in result["tests"]} == {"1", "2", "3", "4", "5", "6"}
+    assert "Causal and padding masks" in summary.read_text()
+
+    job = yaml.safe_load((TEMPLATES / "gitlab" / ".gitlab-ci.yml").read_text())["grade"]
+    project = modern_repository(tmp_path / "gitlab")
+    run_as_ci("\n".join(job["script"]), project, {"CI_PROJECT_DIR": str(project), **job["variables"]})
+    suites = ET.parse(project / grade_args("\n".join(job["script"]))["--out"]).getroot().iter("testsuite")
+    by_step = {s.get("name"): s for s in suites}
+    assert list(by_step)[0] == "Step 1: Causal and padding masks" and len(by_step) == 6, list(by_step)
+    assert by_step["Step 1: Causal and padding masks"].get("failures") == "0"
+    results = json.loads((project / "results.json").read_text())
+    assert results["score"] == 10 and results["extra_data"]["max_score"] == 60

@@ -34,6 +34,8 @@ def main(argv=None):
                    help="regenerate into a temporary folder and fail if the committed copies differ")
     z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip (setup.sh, run_autograder, the kit)")
     z.add_argument("out", help="the zip to write, e.g. attention-kit-gradescope.zip")
+    z.add_argument("--assignment", choices=tuple(contract.ASSIGNMENTS), default=contract.ASSIGNMENT,
+                   help="the assignment it grades, one zip per Gradescope assignment (default %(default)s)")
     x = sub.add_parser("nbgrader-crosscheck",
                        help="regrade nbgrader's autograded submissions standalone; list notebooks whose scores differ")
     x.add_argument("--course", default=".", help="the nbgrader course folder (default: here)")
@@ -80,8 +82,10 @@ def main(argv=None):
 
     if args.command == "gradescope-zip":
         from autograder.commands import gradescope_zip as gradescope
-        names = gradescope.build_zip(args.out)
-        print(f"wrote {args.out} ({len(names)} files): upload it as the assignment's autograder on Gradescope")
+        names = gradescope.build_zip(args.out, args.assignment)
+        points = sum(s.points for s in contract.ASSIGNMENTS[args.assignment])
+        print(f"wrote {args.out} ({len(names)} files), the autograder of {args.assignment} ({points:g} points): "
+              "upload it as that assignment's autograder on Gradescope")
         return 0
 
     if args.command == "nbgrader-crosscheck":

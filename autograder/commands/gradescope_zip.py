@@ -1,16 +1,26 @@
-"""Gradescope: `python -m autograder gradescope-zip OUT.zip` builds the autograder to upload.
+"""Gradescope: `python -m autograder gradescope-zip OUT.zip [--assignment NAME]` builds the
+autograder to upload.
+
+Gradescope takes one autograder per assignment, so a zip grades one assignment of the kit
+(`self_attention` unless --assignment says otherwise): its run_autograder grades that
+assignment's steps only, so a submission holding nothing (or another assignment's files) is
+scored out of this assignment's points, each missing step said by name, never graded as the
+other assignment.
 
 The zip holds, at its root, Gradescope's two entry points (from templates/gradescope/):
 `setup.sh`, run once when Gradescope builds the image (installs CPU torch and the kit), and
 `run_autograder`, run for every submission (grades /autograder/submission into
-/autograder/results/results.json). Beside them: the kit itself (pyproject.toml, autograder/,
-solutions/) and constraints.txt, which pins the libraries to the versions this zip was built
-with, so that Gradescope grades with what the instructor tested.
+/autograder/results/results.json), with the assignment and its steps written in. Beside them:
+the kit itself (pyproject.toml, autograder/, solutions/) and constraints.txt, which pins the
+libraries to the versions this zip was built with, so that Gradescope grades with what the
+instructor tested.
 """
 import stat
 import zipfile
 from importlib import metadata
 from pathlib import Path
+
+from autograder import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates" / "gradescope"
@@ -37,6 +47,19 @@ def kit_files():
     return files
 
 
+def run_autograder(assignment):
+    """templates/gradescope/run_autograder with `assignment` and its step stems written in."""
+    if assignment not in contract.ASSIGNMENTS:
+        raise SystemExit(f"gradescope-zip: unknown assignment {assignment!r}; the kit's are "
+                         f"{', '.join(contract.ASSIGNMENTS)}")
+    text = (TEMPLATES / "run_autograder").read_text()
+    stems = ",".join(step.stem for step in contract.ASSIGNMENTS[assignment])
+    for mark, value in (("@ASSIGNMENT@", assignment), ("@STEPS@", stems)):
+        assert text.count(mark) == 1, f"templates/gradescope/run_autograder must hold {mark} once"
+        text = text.replace(mark, value)
+    return text
+
+
 def _add(zf, name, data, executable=False):
     info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))   # fixed: same kit, same zip
     info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
@@ -44,13 +67,13 @@ def _add(zf, name, data, executable=False):
     zf.writestr(info, data)
 
 
-def build_zip(out):
-    """Write the autograder zip to `out`; return the names it holds."""
+def build_zip(out, assignment=contract.ASSIGNMENT):
+    """Write the autograder zip of `assignment` to `out`; return the names it holds."""
     if not (ROOT / "pyproject.toml").exists() or not TEMPLATES.is_dir():
         raise SystemExit(f"gradescope-zip needs the kit's checkout (pyproject.toml, templates/); not found at {ROOT}")
     with zipfile.ZipFile(out, "w") as zf:
         _add(zf, "setup.sh", (TEMPLATES / "setup.sh").read_bytes(), executable=True)
-        _add(zf, "run_autograder", (TEMPLATES / "run_autograder").read_bytes(), executable=True)
+        _add(zf, "run_autograder", run_autograder(assignment), executable=True)
         _add(zf, "constraints.txt", constraints())
         for path, name in kit_files():
             _add(zf, name, path.read_bytes())
