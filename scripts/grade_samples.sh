@@ -19,3 +19,4 @@ import json
 print("first message for the stubs:", json.load(open("out/samples/assignments_self_attention.json"))["tests"][0]["output"], "\n")
 PY
 grade samples/lesson                       # the lesson's own code, with every message: its mistakes named
+grade samples/modern_mistakes              # the second assignment with one named habit a step

@@ -132,3 +132,30 @@ def test_lesson_complexity_a_heads_loop_is_told_in_step_6_and_nothing_else_is_ch
     assert all("does not define `MultiHeadSelfAttention`" in rules[n]["output"] for n in failed)
     # its K.T cannot take batch axes: the batch is not measured (told), the checks with batch axes charge it
     assert "raised ValueError on inputs with batch axes" in rules["2.7"]["output"]
+
+
+# samples/modern_mistakes: the second assignment's references, each step with one habit the
+# catalogue names (the file's docstring says which)
+MODERN_HABITS = {"01_masks": "mask-after-softmax", "02_cross_attention": "kv-from-x",
+                 "03_grouped_query": "gqa-heads-tiled", "04_rope": "rope-interleaved",
+                 "05_kv_cache": "kv-cache-no-causal-new", "06_flash_attention": "online-no-rescale"}
+
+
+def test_modern_mistakes_are_named_at_their_steps_in_both_languages(graded):
+    code, out, english = graded("samples/modern_mistakes")
+    assert code == 0, out
+    code, out, chinese = graded("samples/modern_mistakes", "--lang", "zh")
+    assert code == 0, out
+    assert english["extra_data"]["max_score"] == sum(s.points for s in contract.ASSIGNMENTS["modern_attention"])
+    assert [(t["number"], t["score"], t["tags"]) for t in chinese["tests"]] == \
+        [(t["number"], t["score"], t["tags"]) for t in english["tests"]]
+    steps_en, steps_zh = by_step(english), by_step(chinese)
+    assert set(steps_en) == set(MODERN_HABITS)
+    for stem, habit in MODERN_HABITS.items():
+        assert sum(t["score"] for t in steps_en[stem]) < contract.step_for_stem(stem).points, stem
+        entry = misconceptions.CATALOGUE[habit]
+        for tests, lang in ((steps_en[stem], "en"), (steps_zh[stem], "zh")):
+            named = [t for t in tests if f"misconception:{habit}" in t["tags"]]
+            with i18n.language(lang):
+                diagnosis = str(i18n.translate(entry.diagnosis))
+            assert named and all(diagnosis in t["output"] for t in named), (stem, lang)
