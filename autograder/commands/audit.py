@@ -14,11 +14,16 @@ The mutation score of a step is (killed + crashed) / (mutants - equivalent). Two
 are listed apart because each is a bug of the kit: an equivalent mutant that lost points (correct
 code marked wrong) and a mutant that lost points at another step than its own.
 
-One audit is one assignment's: `audit` alone audits the first (self_attention, the run README.md
-records); `--steps` names steps of one assignment, e.g. `audit --steps 01_masks,02_cross_attention`
-for modern_attention. A mutant's submission is then that assignment's references, for its steps that
-have a hidden suite, with the mutant at its own step; the equivalence probes of such a step are
-`probes()` in autograder/reference/modern/<name>.py (see reference/equivalence.py).
+One run is one assignment's. `audit` alone audits every assignment, one run after another;
+`--steps` names steps (e.g. `audit --steps 01_masks,02_cross_attention` for modern_attention), and
+steps of two assignments are audited per assignment. A mutant's submission is its assignment's
+references, for its steps that have a hidden suite, with the mutant at its own step; the
+equivalence probes of the second assignment's steps are `probes()` in
+autograder/reference/modern/<name>.py (see reference/equivalence.py).
+
+`--record` writes each audited assignment's record (`record_path`: docs/mutation_audit.json for the
+first, docs/mutation_audit_<assignment>.json for another) and its README table, between its own
+markers (`readme_markers`); it records whole assignments only (all their steps, no --sample).
 """
 import json
 import os
@@ -70,6 +75,21 @@ def assignment_of(steps=None):
     if len(found) > 1:
         raise ValueError(f"steps of two assignments ({', '.join(sorted(found))}): one audit is one assignment's")
     return found.pop()
+
+
+def audited_steps(assignment):
+    """The stems of an assignment the audit covers: its steps that have a hidden suite."""
+    from autograder.grading import run as grading
+    return [s.stem for s in contract.ASSIGNMENTS[assignment] if grading.suite_file(s).exists()]
+
+
+def plan(steps=None):
+    """{assignment: [stems]}, one run each, in contract.ASSIGNMENTS' order: every assignment's audited
+    steps when `steps` is empty, else the named steps grouped by their assignment."""
+    if not steps:
+        return {a: audited_steps(a) for a in contract.ASSIGNMENTS if audited_steps(a)}
+    return {a: [s.stem for s in contract.ASSIGNMENTS[a] if s.stem in steps]
+            for a in contract.ASSIGNMENTS if any(contract.ASSIGNMENT_OF[s] == a for s in steps)}
 
 
 def select(steps=None, sample=None, seed=0, operators=mutation.OPERATORS):
@@ -185,11 +205,15 @@ def classify(mutant, results, equivalent):
 
 
 def run(steps=None, jobs=None, sample=None, seed=0, limits=None, progress=None):
-    """Audit; returns (outcomes, timings)."""
+    """Audit the steps of one assignment (default: the first); returns (outcomes, timings)."""
+    return run_mutants(select(steps, sample, seed), jobs, limits, progress)
+
+
+def run_mutants(chosen, jobs=None, limits=None, progress=None):
+    """Audit the given mutants (of one assignment): equivalence, grading, verdicts; (outcomes, timings)."""
     from autograder.sandbox.limits import Limits
     limits = limits or Limits()
     started = time.monotonic()
-    chosen = select(steps, sample, seed)
     verdicts = equivalence(chosen)
     timings = {"equivalence": time.monotonic() - started}
     results = grade(chosen, limits, jobs, progress)
@@ -245,8 +269,21 @@ def write_report(outcomes, timings, path):
 
 
 # ------------------------------------------------------------------ the record in README.md
-RECORD = KIT_ROOT / "docs" / "mutation_audit.json"
-README_BEGIN, README_END = "<!-- audit:mutation begin -->", "<!-- audit:mutation end -->"
+def record_path(assignment):
+    """docs/mutation_audit.json for the first assignment, docs/mutation_audit_<assignment>.json for another."""
+    suffix = "" if assignment == contract.ASSIGNMENT else f"_{assignment}"
+    return KIT_ROOT / "docs" / f"mutation_audit{suffix}.json"
+
+
+def readme_markers(assignment):
+    """The README comments around an assignment's table: `audit:mutation` for the first (as it always was),
+    `audit:mutation:<assignment>` for another."""
+    name = "audit:mutation" if assignment == contract.ASSIGNMENT else f"audit:mutation:{assignment}"
+    return f"<!-- {name} begin -->", f"<!-- {name} end -->"
+
+
+RECORD = record_path(contract.ASSIGNMENT)
+README_BEGIN, README_END = readme_markers(contract.ASSIGNMENT)
 
 
 def report_data(outcomes, timings):
@@ -271,20 +308,29 @@ def render(data):
     return "\n".join(lines)
 
 
-def readme_block(data):
-    return f"{README_BEGIN}\n{render(data)}\n{README_END}"
+def readme_block(data, assignment=contract.ASSIGNMENT):
+    begin, end = readme_markers(assignment)
+    return f"{begin}\n{render(data)}\n{end}"
 
 
-def record(outcomes, timings, jobs):
-    """docs/mutation_audit.json and the README's table (between its markers), from this run."""
+def readme_span(readme, assignment):
+    """(start, stop) of an assignment's block in the README's text, markers included."""
+    begin, end = readme_markers(assignment)
+    return readme.index(begin), readme.index(end) + len(end)
+
+
+def record(outcomes, timings, jobs, assignment=contract.ASSIGNMENT):
+    """The assignment's record (record_path) and its README table (between its markers), from this run."""
     import datetime
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=KIT_ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
     data = report_data(outcomes, timings)
-    data.update(date=datetime.date.today().isoformat(), commit=commit,
+    data.update(assignment=assignment, date=datetime.date.today().isoformat(), commit=commit,
                 machine=f"{os.cpu_count()} cores, {jobs or os.cpu_count()} workers")
-    RECORD.parent.mkdir(exist_ok=True)
-    RECORD.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    path = record_path(assignment)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     readme = (KIT_ROOT / "README.md").read_text(encoding="utf-8")
-    a, b = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
-    (KIT_ROOT / "README.md").write_text(readme[:a] + readme_block(data) + readme[b:], encoding="utf-8")
+    a, b = readme_span(readme, assignment)
+    (KIT_ROOT / "README.md").write_text(readme[:a] + readme_block(data, assignment) + readme[b:], encoding="utf-8")
+    return path

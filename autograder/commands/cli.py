@@ -253,14 +253,15 @@ def write_class_report(out_dir, page, keys, lang, with_similarity, jobs):
 def add_audit(sub):
     a = sub.add_parser("audit", help="mutation audit of the hidden suites: grade every small change of the "
                                      "references and count the ones that keep full marks")
-    a.add_argument("--steps", help="comma-separated step stems (default: all)")
+    a.add_argument("--steps", help="comma-separated step stems, of one assignment or several, each audited "
+                                   "apart (default: every step of every assignment)")
     a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     a.add_argument("--report", metavar="FILE", help="write every mutant's verdict as JSON; survivors with "
                                                     "their diff and the checks they passed")
     a.add_argument("--sample", type=int, help="audit only this many mutants per step, drawn with --seed")
     a.add_argument("--seed", type=int, default=0, help="the draw of --sample (default %(default)s)")
-    a.add_argument("--record", action="store_true", help="a full audit only: write docs/mutation_audit.json "
-                                                          "and the README's table from this run")
+    a.add_argument("--record", action="store_true", help="whole assignments only: write each one's record "
+                                                          "(docs/mutation_audit*.json) and README table from this run")
     a.add_argument("--min-score", type=float, default=0.98,
                    help="exit 1 when a step's mutation score is below this (default %(default)s)")
 
@@ -273,23 +274,33 @@ def audit(args):
         print(f"error: unknown step {', '.join(unknown)}; steps are {', '.join(contract.STEP_BY_STEM)}",
               file=sys.stderr)
         return 2
-    if args.record and (steps or args.sample is not None):
-        print("error: --record records a full audit: leave out --steps and --sample", file=sys.stderr)
+    runs = mutation_audit.plan(steps)          # {assignment: its steps}, one run each
+    partial = [a for a, its in runs.items() if its != mutation_audit.audited_steps(a)]
+    if args.record and args.sample is not None:
+        print("error: --record records a full audit: leave out --sample", file=sys.stderr)
+        return 2
+    if args.record and partial:
+        print(f"error: --record records whole assignments: name every step of {', '.join(partial)} in --steps, "
+              "or leave --steps out", file=sys.stderr)
         return 2
 
     def progress(done, total, mutant):
         if done % 10 == 0 or done == total:
             print(f"graded {done}/{total} mutants", file=sys.stderr)
 
-    outcomes, timings = mutation_audit.run(steps, args.jobs, args.sample, args.seed, progress=progress)
-    print(mutation_audit.text(outcomes, timings))
+    everything, total = [], {}
+    for assignment, its_steps in runs.items():
+        outcomes, timings = mutation_audit.run(its_steps, args.jobs, args.sample, args.seed, progress=progress)
+        print(f"{assignment}:\n{mutation_audit.text(outcomes, timings)}\n")
+        if args.record:
+            path = mutation_audit.record(outcomes, timings, args.jobs, assignment)
+            print(f"recorded: {path.relative_to(mutation_audit.KIT_ROOT)} and README.md\n")
+        everything += outcomes
+        total = {k: total.get(k, 0.0) + v for k, v in timings.items()}
     if args.report:
-        mutation_audit.write_report(outcomes, timings, args.report)
+        mutation_audit.write_report(everything, total, args.report)
         print(f"report: {for_terminal(args.report)}")
-    if args.record:
-        mutation_audit.record(outcomes, timings, args.jobs)
-        print(f"recorded: {mutation_audit.RECORD.relative_to(mutation_audit.KIT_ROOT)} and README.md")
-    table = mutation_audit.scores(outcomes)
+    table = mutation_audit.scores(everything)
     bad = [k for k, v in table.items() if v["score"] < args.min_score]
-    found = any(f for _t, f in mutation_audit.findings(outcomes)[1:])
+    found = any(f for _t, f in mutation_audit.findings(everything)[1:])
     return 1 if bad or found else 0
