@@ -268,3 +268,150 @@ def test_a_batch_mixing_hostile_and_honest_grades_the_honest_exactly_as_alone(tm
     strip = [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in first["tests"]]
     assert strip == [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in last["tests"]]
     assert live_child_processes({int(u) for u in log.read_text().split()} if log.exists() else None) == []
+
+
+# ------------------------------------------------------------------ the corpus against a step of the second assignment
+# Every attack again, in modern_attention's step 5: the file is the attack, then the step's correct
+# code, then tests/hostile/bridges/05_kv_cache.py, which moves the attack into the student's KVCache
+# (each append(k, v) calls the attack's softmax, and returns what it returned in this step's terms).
+# The cache is the object of the student's class that the grader's requests leave in the child: a
+# cache on its own (5.2), forward chunk by chunk through one (5.4-5.8, 5.12, 5.13). The attacks
+# that look for the step's reference and suite look for this step's (NEW_STEP_NAMES), and a
+# reference they found would give them the right answer.
+NEW_STEP = "05_kv_cache"
+NEW_STEP_NAMES = {"solutions/step04_softmax.py": "solutions/modern_attention/step05_kv_cache.py",
+                  "solutions.step04_softmax": "solutions.modern_attention.step05_kv_cache",
+                  "step04_softmax": "step05_kv_cache",
+                  'ns["softmax"](x, axis)': "_correct_softmax(x, axis)"}
+APPEND = "KVCache().append(k, v)"
+# case -> (score of step 5, a phrase its first failed check's message must hold). Checks that never
+# touch the cache keep their points whatever append does, once the file loads: 5.1 (the module's
+# parameters, 1) and 5.3 (forward without a cache, 1.5); 5.7 (complexity) and 5.8 (api), a point
+# each, judge how the code computes, so an append that returns (wrong values) keeps them too.
+NEW_EXPECTED = {
+    "base_exception": (2.5, f"{APPEND} raised Escape: out of here"),
+    "daemon": (10, None),
+    "disk_filler": (2.5, f"{APPEND} wrote more than 128 MiB of files"),
+    "endless_recursion": (2.5, f"{APPEND} raised RecursionError"),
+    "exit_in_call": (2.5, f"{APPEND} raised SystemExit: 0"),
+    "forge_load": (0, "Your code's result could not be read back: malformed reply to loading the file"),
+    "forge_protocol": (2.5, "Your code's result could not be read back"),
+    # 5.3 kept: the child that forged is not asked again (the real reply behind the forged one
+    # would have been read as 5.3's)
+    "forge_shape": (2.5, "Your code's result could not be read back: malformed array (malformed shape)"),
+    "fork_bomb": (10, None),
+    "ipc_leave": (10, None),
+    "keyboard_interrupt": (2.5, f"{APPEND} raised KeyboardInterrupt: ha"),
+    "lazy_array": (2.5, f"{APPEND} timed out after 2 s"),
+    "list_result": (2.5, "k_all should return a torch tensor; it returned a list of 2 items"),
+    "loop_at_import": (0, "05_kv_cache.py (loading it) timed out after 2 s"),
+    "memory_hog": (2.5, f"{APPEND} used more than 1 GiB of memory (the limit)"),
+    "nan_result": (4.5, "144 of 144 values are NaN or infinite where the expected values are finite"),
+    "network": (10, None),
+    "object_array": (2.5, "it returned a numpy.ndarray of dtype object"),
+    "os_exit_at_import": (0, "your code exited (exit code 3) while running 05_kv_cache.py (loading it)"),
+    "os_exit_in_call": (2.5, f"your code exited (exit code 7) while running {APPEND}"),
+    "patch_numpy": (4.5, "144 of 144 values differ from the expected ones"),
+    "print_flood": (10, None),
+    "proc_snoop": (10, None),
+    "read_installed_kit": (4.5, "144 of 144 values differ from the expected ones"),
+    "read_solutions": (4.5, "144 of 144 values differ from the expected ones"),
+    "segfault": (2.5, f"your code crashed (signal 11, SIGSEGV) while running {APPEND}"),
+    "shm_fill": (2.5, f"{APPEND} wrote more than 128 MiB of files"),
+    "shm_hog": (2.5, f"{APPEND} used more than 1 GiB of memory (the limit"),
+    "signal_grader": (10, None),
+    "sleep_in_call": (2.5, f"{APPEND} timed out after 2 s"),
+    # compared in the grader: a tensor subclass that claims equality is its values, zeros
+    "sneaky_subclass": (4.5, "144 of 144 values differ from the expected ones"),
+    "stderr_warning": (10, None),
+    "syntax_error": (0, "Running your file stopped with SyntaxError"),
+    "tamper_kit": (10, None),
+    "wrong_dtype": (2.5, "k_all has dtype float16; expected float64"),
+}
+
+
+def correct_kv_cache():
+    """Step 5's correct code: the reference's, without its docstring (which names the reference)."""
+    text = (ROOT / "solutions" / "modern_attention" / "step05_kv_cache.py").read_text()
+    return text.split('"""', 2)[2]
+
+
+def new_step_variant(case_file):
+    """The attack `case_file` (written for 04_softmax) as a 05_kv_cache.py."""
+    text = case_file.read_text()
+    for old, new in NEW_STEP_NAMES.items():
+        text = text.replace(old, new)
+    return "\n\n".join([text, correct_kv_cache(), (CORPUS / "bridges" / "05_kv_cache.py").read_text()])
+
+
+# One warm grader (the batch worker's, grading.Grader) grades an honest step 5, every attack, and the
+# honest one again: the batch goes on through all of them, and grades the honest one as before.
+NEW_STEP_BATCH = """\
+import json, sys
+from autograder.commands.cli import start_warm_children
+from autograder.grading import run as grading
+from autograder.reports import gradescope_json as report
+from autograder.sandbox.limits import Limits
+start_warm_children()
+grader, out = grading.Grader(), {}
+for arg in sys.argv[2:]:
+    name, sub, seconds = arg.split(":")
+    graded = grader.grade(sub, Limits(call_seconds=float(seconds), memory_bytes=1 << 30), [sys.argv[1]])
+    out[name] = report.gradescope(graded)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def new_step_graded(tmp_path_factory):
+    """{case or "honest-before"/"honest-after": results} for every attack moved into step 5, graded in
+    one process, and what the batch left behind: (results, leftovers)."""
+    folder = tmp_path_factory.mktemp("new_step")
+    args = []
+    for name, text in [("honest-before", correct_kv_cache())] + [
+            (case, new_step_variant(next(CORPUS.glob(f"{case}.*.py")))) for case in sorted(NEW_EXPECTED)] + [
+            ("honest-after", correct_kv_cache())]:
+        (folder / name).mkdir()
+        (folder / name / f"{NEW_STEP}.py").write_text(text)
+        args.append(f"{name}:{folder / name}:{CALL_SECONDS.get(name, 2)}")
+    before, log, listener = kit_fingerprint(), folder / "uids.log", Listener()
+    try:
+        proc = subprocess.run([sys.executable, "-c", NEW_STEP_BATCH, NEW_STEP, *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=900, env=dict(os.environ, ATTENTION_KIT_UID_LOG=str(log)))
+    finally:
+        listener.close()
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    uids = {int(u) for u in log.read_text().split()} if log.exists() else None
+    left = {"kit changed": kit_fingerprint() != before, "processes": live_child_processes(uids),
+            "ipc": sorted(ipc_objects() - IPC_BEFORE), "files": leftover_files(), "cgroups": leftover_cgroups(uids),
+            "connections": listener.accepted}
+    return json.loads(proc.stdout), left
+
+
+def test_the_new_step_corpus_is_the_whole_corpus():
+    assert set(NEW_EXPECTED) == set(EXPECTED)
+
+
+@NEEDS_ISOLATION
+@pytest.mark.parametrize("case", sorted(NEW_EXPECTED))
+def test_hostile_attack_in_the_new_step_gets_its_exact_outcome(case, new_step_graded):
+    graded, _left = new_step_graded
+    results = graded[case]
+    score, phrase = NEW_EXPECTED[case]
+    assert results["score"] == score, [t["output"][:300] for t in results["tests"] if t["status"] == "failed"]
+    if phrase:
+        assert phrase in next(t["output"] for t in results["tests"] if t["status"] == "failed")
+    text = json.dumps(results)
+    assert len(text) < 64_000, "results stay small"
+    assert "BEGIN SOLUTION" not in text and "step05_kv_cache" not in text and "solutions/" not in text
+    assert "autograder/" not in text and "zygote.py" not in text and "pytest" not in text
+
+
+@NEEDS_ISOLATION
+def test_the_new_step_batch_goes_on_and_leaves_nothing(new_step_graded):
+    graded, left = new_step_graded
+    strip = [{k: t[k] for k in ("number", "score", "status", "output", "tags")} for t in graded["honest-before"]["tests"]]
+    assert graded["honest-before"]["score"] == 10
+    assert strip == [{k: t[k] for k in ("number", "score", "status", "output", "tags")}
+                     for t in graded["honest-after"]["tests"]]
+    assert left == {"kit changed": False, "processes": [], "ipc": [], "files": [], "cgroups": [], "connections": 0}

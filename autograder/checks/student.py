@@ -32,6 +32,15 @@ class Student:
         """The same student code, with inputs sent to `device` (torch steps) and cast to `cast`."""
         return Student(self.session, device, cast)
 
+    def _checked(self, decoder, *args):
+        """protocol.checked(decoder, *args); a reply that fails its checks also retires the child
+        (StepChild.distrust): what it forged must not be read as the answer to the next request."""
+        try:
+            return checked(decoder, *args)
+        except BadReply:
+            self.session.distrust()
+            raise
+
     def _encode(self, x):
         return protocol.encode_value(x, self.framework == "torch", self.device, self.cast)
 
@@ -40,7 +49,7 @@ class Student:
         what = f"{name}(...)"
         reply = self.session.request(self.call_request(name, *args, **kwargs), what)
         self.mutated = _mutated(reply, lambda i: _("argument {n}", n=int(i) + 1) if type(i) is int else str(i))
-        return _with_mutated(checked(decode, reply.get("value")), self.mutated)
+        return _with_mutated(self._checked(decode, reply.get("value")), self.mutated)
 
     def module(self, name, init, params, x, dtype="float64", cache=None):
         """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x)
@@ -53,10 +62,11 @@ class Student:
                                      f"{name}(...).forward(x)")
         shapes = reply.get("params")
         if not isinstance(shapes, dict):
+            self.session.distrust()
             raise BadReply(_("malformed parameter list"))
         value = reply.get("value")
         self.mutated = _mutated(reply, str)
-        return (None if value is None else _with_mutated(checked(decode, value), self.mutated)), shapes
+        return (None if value is None else _with_mutated(self._checked(decode, value), self.mutated)), shapes
 
     def grad(self, target, cotangents, small):
         """Run the student's code forward and backward in float64 (see gradients.py).
@@ -67,7 +77,7 @@ class Student:
         """
         reply = self.session.request(protocol.grad_request(target, cotangents, small),
                                      f"{target['name']}(...) and its backward pass")
-        return checked(protocol.decode_gradients, reply, target)
+        return self._checked(protocol.decode_gradients, reply, target)
 
     def call_request(self, name, *args, **kwargs):
         """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""
@@ -85,7 +95,7 @@ class Student:
         Returns the decoded ([what each append returned], [len before any append and after each])."""
         reply = self.session.request(protocol.cache_request(cls, [[self._encode(k), self._encode(v)]
                                                                   for k, v in appends]), f"{cls}().append(k, v)")
-        return checked(decode, reply.get("value"))
+        return self._checked(decode, reply.get("value"))
 
     def measure(self, request, what, forbidden=(), count=True, precision=False):
         """Run a call_request / module_request with the child's meters on (child/meters.py).
@@ -97,7 +107,7 @@ class Student:
         # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
         reply = self.session.request(protocol.measure_request(request, forbidden, count, self.framework == "numpy",
                                                               precision), what)
-        return checked(protocol.decode_measurement, reply)
+        return self._checked(protocol.decode_measurement, reply)
 
 
 def _mutated(reply, name):

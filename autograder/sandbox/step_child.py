@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from autograder.sandbox import isolation
 from autograder.sandbox.limits import Budget, Limits
 from autograder.sandbox import protocol
-from autograder.sandbox.problems import MissingStep, Refused, StudentProblem, StudentTimedOut
+from autograder.sandbox.problems import BadReply, MissingStep, Refused, StudentProblem, StudentTimedOut
 from autograder.sandbox.process import Child
 from autograder.i18n import _, join, render
 
@@ -34,6 +34,7 @@ class StepChild:
     load_problem: StudentProblem = None
     restarts: int = 0
     pending_load: tuple = None           # (what, deadline, seconds) of a load sent, not yet answered
+    distrusted: bool = False             # a reply of this child failed its checks: never ask it again
     outputs: list = field(default_factory=list)
 
     def __post_init__(self):
@@ -90,10 +91,11 @@ class StepChild:
             raise self.load_problem
         if self.source is None:
             raise MissingStep(self.step)
-        if self.child is not None and self.pending_load is None and self.child.alive:
+        if self.child is not None and self.pending_load is None and self.child.alive and not self.distrusted:
             return self.child
         if self.child is not None and self.pending_load is None:
             self._retire()
+            self.distrusted = False
             self.restarts += 1
             if self.restarts > self.limits.max_restarts:
                 self.load_problem = StudentProblem(
@@ -125,8 +127,18 @@ class StepChild:
         """Send one request (built by sandbox.protocol) and return the child's successful reply;
         a failure is raised as its StudentProblem."""
         child = self._ensure_child()
-        reply = child.request(message, what, self._seconds(what))
-        return protocol.checked_answer(reply, what, self.limits, self.display, self.load_reply)
+        try:
+            reply = child.request(message, what, self._seconds(what))
+            return protocol.checked_answer(reply, what, self.limits, self.display, self.load_reply)
+        except BadReply:
+            self.distrust()
+            raise
+
+    def distrust(self):
+        """A reply of this child failed its checks (a forged frame): its pipe may still hold the
+        real reply behind the forged one, which the next request would read as its own. The next
+        request gets a fresh child; this counts as a crash (the step stops after max_restarts)."""
+        self.distrusted = True
 
     @property
     def cell_errors(self):

@@ -7,7 +7,7 @@ import numpy as np
 
 FOUND = []
 for folder in sys.path + glob.glob("/opt/*/lib/python3*/site-packages") + glob.glob("/usr/local/lib/python3*/*-packages"):
-    for pattern in ("solutions/step04_softmax.py", "autograder/suites/test_04_softmax.py",
+    for pattern in ("solutions/step04_softmax.py", "autograder/suites/step04_softmax.py",
                     "attention_kit*.dist-info/RECORD", "__editable__*attention_kit*"):
         FOUND += glob.glob(os.path.join(folder, pattern))
 for path in FOUND:

