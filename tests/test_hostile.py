@@ -194,8 +194,9 @@ def leftover_cgroups(uids):
 
 
 def test_the_corpus_is_complete():
-    cases = {p.name.split(".")[0] for p in CORPUS.glob("*.py")}
+    cases = {p.name.split(".")[0] for p in CORPUS.glob("*.04_softmax.py")}
     assert cases == set(EXPECTED) and len(cases) >= 20
+    assert {p.name.split(".", 1)[1] for p in CORPUS.glob("*.py")} == {"04_softmax.py", f"{NEW_STEP}.py"}
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
@@ -327,6 +328,10 @@ NEW_EXPECTED = {
     "syntax_error": (0, "Running your file stopped with SyntaxError"),
     "tamper_kit": (10, None),
     "wrong_dtype": (2.5, "k_all has dtype float16; expected float64"),
+    # the step's own attacks (tests/hostile/*.05_kv_cache.py), on what the runner does with the
+    # student's cache: len() of it, encoding what append returned, dropping it
+    "cache_len_lies": (2.5, f"{APPEND} raised OverflowError"),
+    "cache_del_exit": (2.5, f"your code exited (exit code 0) while running {APPEND}"),
 }
 
 
@@ -337,8 +342,11 @@ def correct_kv_cache():
 
 
 def new_step_variant(case_file):
-    """The attack `case_file` (written for 04_softmax) as a 05_kv_cache.py."""
+    """The attack `case_file` as a 05_kv_cache.py: one written for this step comes after the step's
+    correct code (and redefines what it attacks); one written for 04_softmax goes through the bridge."""
     text = case_file.read_text()
+    if case_file.name.endswith(f".{NEW_STEP}.py"):
+        return correct_kv_cache() + "\n\n" + text
     for old, new in NEW_STEP_NAMES.items():
         text = text.replace(old, new)
     return "\n\n".join([text, correct_kv_cache(), (CORPUS / "bridges" / "05_kv_cache.py").read_text()])
@@ -389,7 +397,8 @@ def new_step_graded(tmp_path_factory):
 
 
 def test_the_new_step_corpus_is_the_whole_corpus():
-    assert set(NEW_EXPECTED) == set(EXPECTED)
+    own = {p.name.split(".")[0] for p in CORPUS.glob(f"*.{NEW_STEP}.py")}
+    assert set(NEW_EXPECTED) == set(EXPECTED) | own and own
 
 
 @NEEDS_ISOLATION
