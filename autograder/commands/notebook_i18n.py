@@ -77,6 +77,18 @@ GLOSSARY = [
     ("multi-head attention", "`multi_head_attention`, `MultiHeadSelfAttention`"),
     ("head", "`num_heads`, `h`, `split_heads`, `merge_heads`"),
     ("output projection", "`W_O`, `out_proj`"),
+    ("causal mask", "`causal_mask`"),
+    ("padding mask", "`padding_mask`, `context_mask`"),
+    ("cross-attention", "`cross_attention`"),
+    ("grouped-query attention", "`grouped_query_attention`, `num_kv_heads`"),
+    ("multi-query attention", ""),
+    ("rotary position embedding", "`rope_angles`, `apply_rope`"),
+    ("KV cache", "`KVCache`"),
+    ("prefill", ""),
+    ("generation step", ""),
+    ("online softmax", ""),
+    ("tiling", "`tiled_attention`, `block_size`"),
+    ("log-sum-exp", "`lse`, `torch.logsumexp`"),
     ("batch", "`B`"),
     ("shape", "`.shape`"),
     ("broadcasting", "`keepdims=True`"),
@@ -98,6 +110,7 @@ def glossary_terms(nb):
     lower = text.lower()
 
     def used(term, names):
+        term = term.lower()                                 # "KV cache" is "kv cache" in `lower`
         stem = term[:-1] + "(y|ies)" if term.endswith("y") else re.escape(term) + "(s|es)?"
         if re.search(r"(?<![\w-])" + stem + r"(?![\w-])", lower):
             return True
