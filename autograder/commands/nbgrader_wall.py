@@ -23,6 +23,7 @@ trusted at every level.
 """
 import ast
 import asyncio
+import atexit
 import copy
 import ctypes
 import os
@@ -122,6 +123,25 @@ def hidden_stem(cell):
     return call.args[0].value if contract.step_for_stem(call.args[0].value) else None
 
 
+def warm_children():
+    """Start the kit's zygotes in nbgrader's process, once (sandbox/zygote.py, as `grade` does):
+    the step children TrustedGrades starts then fork from a Python that imported numpy and torch
+    already, instead of importing torch for every notebook (about 2 s a notebook, 0.2 s warm).
+    Started from WalledExecute, they warm up while the first student kernel runs; they exit
+    when nbgrader does (stopped at exit, or their control socket closing when it is killed).
+    ATTENTION_KIT_WARM=0 (or an NVIDIA GPU) keeps a fresh child per step."""
+    global _warm_started
+    if _warm_started:
+        return
+    _warm_started = True
+    from autograder.sandbox import zygote
+    if zygote.start_unless_disabled():
+        atexit.register(zygote.stop)
+
+
+_warm_started = False
+
+
 def _notebook_step(nb):
     stem = ((nb.get("metadata") or {}).get("attention_kit") or {}).get("stem")
     return contract.step_for_stem(stem) if isinstance(stem, str) else None
@@ -135,6 +155,7 @@ class TrustedGrades(NbGraderPreprocessor):
         cells = [(cell, stem) for cell in nb.cells if (stem := hidden_stem(cell))]
         if not cells:
             return nb, resources
+        warm_children()
         from autograder.commands import notebook_hook as notebook  # the grader (pytest, the suites): only when there is something to grade
         name = resources["nbgrader"]["notebook"]
         folder = (resources.get("metadata") or {}).get("path") or "."
@@ -204,6 +225,8 @@ class WalledExecute(Execute):
             return nb, resources
         step = _notebook_step(nb)
         self._framework = step.framework if step else ""
+        if any(hidden_stem(cell) for cell in nb.cells):
+            warm_children()           # TrustedGrades grades this notebook next
         tagged = []
         for cell in nb.cells:
             if hidden_stem(cell) and SKIP_TAG not in cell.metadata.get("tags", []):
