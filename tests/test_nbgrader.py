@@ -4,14 +4,8 @@ standalone grader's scores, partial and zero credit included, and its feedback m
 grader's messages without the hidden-test cells' source or the references."""
 import ast
 import csv
-import html
-import json
-import os
-import re
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import nbformat
 import pytest
@@ -19,9 +13,10 @@ import pytest
 from autograder import contract
 from autograder.commands import release
 from conftest import ROOT
+import nbgrader_course
+from nbgrader_course import BIN, master_solution, nbgrader, student_notebook  # noqa: F401 (BIN: test_nbgrader_wall's)
 
 ASSIGNMENT = contract.ASSIGNMENT
-BIN = Path(sys.executable).parent           # nbgrader runs `alembic` from here
 LESSON = ROOT / "samples" / "lesson"
 
 # Who submits what. alice: every step solved (released notebooks, solutions filled in).
@@ -39,43 +34,11 @@ def lesson_function(stem, name):
     return ast.get_source_segment(text, node)
 
 
-def master_solution(cell):
-    return "\n".join(ln for ln in cell.source.split("\n") if release.BEGIN not in ln and release.END not in ln)
-
-
-def student_notebook(course, stem, replace=None, fill=True):
-    """The released notebook of `stem`, its solution cells filled with the master's solutions
-    (or left as stubs when fill is False), except those named in `replace` (grade_id -> code)."""
-    master = nbformat.read(str(course / "source" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
-    solutions = {c.metadata.nbgrader.grade_id: c for c in master.cells if release.is_solution_cell(c)}
-    nb = nbformat.read(str(course / "assignments" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
-    for cell in nb.cells:
-        if release.is_solution_cell(cell):
-            gid = cell.metadata.nbgrader.grade_id
-            if replace and gid in replace:
-                cell.source = replace[gid]
-            elif fill:
-                cell.source = master_solution(solutions[gid])
-    return nb
-
-
-def nbgrader(course, db, *args):
-    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-    proc = subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.db_url={db}", "--log-level=WARN"],
-                          cwd=course, env=env, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, f"nbgrader {args[0]} failed:\n{proc.stdout}\n{proc.stderr}"
-    return proc
-
-
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     """A graded course: generate, submit, autograde, export, feedback; plus standalone results."""
     tmp = tmp_path_factory.mktemp("course")
-    course = tmp / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source", course / "source")
-    db = f"sqlite:///{tmp / 'gradebook.db'}"
+    course, db = nbgrader_course.make_course(tmp)
     nbgrader(course, db, "generate_assignment", ASSIGNMENT)
 
     submissions = {
@@ -91,45 +54,28 @@ def course(tmp_path_factory):
     }
     cell = next(c for c in submissions["mallory"]["04_softmax"].cells if release.is_solution_cell(c))
     cell.source += TAMPER
-    for student, notebooks in submissions.items():
-        folder = course / "submitted" / student / ASSIGNMENT
-        folder.mkdir(parents=True)
-        for stem, nb in notebooks.items():
-            nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+    nbgrader_course.submit(course, ASSIGNMENT, submissions)
 
     # the standalone grader on the same submissions, meanwhile (grading is mostly waiting)
-    graders = {student: subprocess.Popen(
-        [sys.executable, "-m", "autograder", "grade", str(course / "submitted" / student / ASSIGNMENT),
-         "--results", str(tmp / f"{student}.json"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True) for student in submissions}
+    graders = nbgrader_course.start_standalone(course, ASSIGNMENT, submissions, tmp)
     nbgrader(course, db, "autograde", ASSIGNMENT)
     nbgrader(course, db, "export")
     nbgrader(course, db, "generate_feedback", ASSIGNMENT)
-    standalone = {}
-    for student, proc in graders.items():
-        out, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, out
-        results = json.loads((tmp / f"{student}.json").read_text())
-        standalone[student] = {stem: s["score"] for stem, s in results["extra_data"]["steps"].items()}
+    standalone = nbgrader_course.standalone_scores(graders, tmp)
     return {"dir": course, "db": db, "submissions": submissions, "standalone": standalone}
 
 
 def recorded(course):
     """{student: {notebook: score}} from nbgrader's gradebook."""
-    from autograder.commands.crosscheck import nbgrader_scores
-    return nbgrader_scores(course["db"])
+    return nbgrader_course.recorded(course["db"], ASSIGNMENT)
 
 
 def hidden_cell(course, student, stem):
-    nb = nbformat.read(str(course["dir"] / "autograded" / student / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
-    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    return cell
+    return nbgrader_course.hidden_cell(course["dir"], student, stem, ASSIGNMENT)
 
 
 def feedback_text(course, student, stem):
-    """The feedback page's text as a reader sees it (tags dropped: code is split into spans)."""
-    page = (course["dir"] / "feedback" / student / ASSIGNMENT / f"{stem}.html").read_text()
-    return html.unescape(re.sub(r"<[^>]+>", "", page))
+    return nbgrader_course.feedback_text(course["dir"], student, stem, ASSIGNMENT)
 
 
 def test_nbgrader_records_the_standalone_graders_scores(course):

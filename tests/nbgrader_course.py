@@ -1,0 +1,119 @@
+"""A temporary nbgrader course of the repo, driven through nbgrader's own command line: the helpers
+tests/test_nbgrader.py (the first assignment) and tests/test_nbgrader_modern.py (the second, in
+English and Chinese) share.
+
+A course is a folder holding a copy of nbgrader_config.py (its language set) and of source/;
+`nbgrader generate_assignment` releases into its assignments/; students' notebooks go into
+submitted/<student>/<assignment>/; nbgrader writes autograded/ and feedback/ beside them."""
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from autograder import contract
+from autograder.commands import release
+from conftest import ROOT
+
+BIN = Path(sys.executable).parent           # nbgrader runs `alembic` from here
+LANGUAGE_LINE = 'c.AttentionKit.language = "en"'
+
+
+def make_course(folder, language="en"):
+    """A course in `folder`/course, its gradebook in `folder`: (course path, gradebook URL).
+    The config is the repo's, with `c.AttentionKit.language` set to `language`."""
+    course = Path(folder) / "course"
+    course.mkdir()
+    config = (ROOT / "nbgrader_config.py").read_text()
+    assert LANGUAGE_LINE in config, "nbgrader_config.py no longer sets the language this way"
+    (course / "nbgrader_config.py").write_text(config.replace(LANGUAGE_LINE, f'c.AttentionKit.language = "{language}"'))
+    shutil.copytree(ROOT / "source", course / "source")
+    return course, f"sqlite:///{Path(folder) / 'gradebook.db'}"
+
+
+def nbgrader(course, db, *args):
+    """Run one nbgrader command in the course; fail with its output unless it succeeds."""
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run([str(BIN / "nbgrader"), *args, f"--CourseDirectory.db_url={db}", "--log-level=WARN"],
+                          cwd=course, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"nbgrader {args[0]} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def master_solution(cell):
+    """A master's solution cell with its solution markers dropped: the code a student who solved it wrote."""
+    return "\n".join(ln for ln in cell.source.split("\n") if release.BEGIN not in ln and release.END not in ln)
+
+
+def master_solutions(stem, assignment=contract.ASSIGNMENT):
+    """{grade id: solved cell's code} of the repo's master of `stem`."""
+    master = nbformat.read(str(ROOT / "source" / assignment / f"{stem}.ipynb"), as_version=4)
+    return {c.metadata.nbgrader.grade_id: master_solution(c) for c in master.cells if release.is_solution_cell(c)}
+
+
+def student_notebook(course, stem, replace=None, fill=True, assignment=contract.ASSIGNMENT):
+    """The course's released notebook of `stem`, its solution cells filled with the master's
+    solutions (or left as stubs when fill is False), except those named in `replace` (grade_id -> code)."""
+    solutions = master_solutions(stem, assignment)
+    nb = nbformat.read(str(Path(course) / "assignments" / assignment / f"{stem}.ipynb"), as_version=4)
+    for cell in nb.cells:
+        if release.is_solution_cell(cell):
+            gid = cell.metadata.nbgrader.grade_id
+            if replace and gid in replace:
+                cell.source = replace[gid]
+            elif fill:
+                cell.source = solutions[gid]
+    return nb
+
+
+def submit(course, assignment, submissions):
+    """Write {student: {stem: notebook}} into submitted/<student>/<assignment>/."""
+    for student, notebooks in submissions.items():
+        folder = Path(course) / "submitted" / student / assignment
+        folder.mkdir(parents=True)
+        for stem, nb in notebooks.items():
+            nbformat.write(nb, str(folder / f"{stem}.ipynb"))
+
+
+def start_standalone(course, assignment, students, out):
+    """`python -m autograder grade` on each student's submitted folder, started (grading is mostly
+    waiting: it runs while nbgrader does); {student: process}, results in out/<student>.json."""
+    return {student: subprocess.Popen(
+        [sys.executable, "-m", "autograder", "grade", str(Path(course) / "submitted" / student / assignment),
+         "--results", str(Path(out) / f"{student}.json"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True) for student in students}
+
+
+def standalone_scores(procs, out):
+    """{student: {stem: score}} once each standalone grading of start_standalone has ended."""
+    scores = {}
+    for student, proc in procs.items():
+        text, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0, text
+        results = json.loads((Path(out) / f"{student}.json").read_text())
+        scores[student] = {stem: s["score"] for stem, s in results["extra_data"]["steps"].items()}
+    return scores
+
+
+def recorded(db, assignment=contract.ASSIGNMENT):
+    """{student: {notebook: score}} from nbgrader's gradebook."""
+    from autograder.commands.crosscheck import nbgrader_scores
+    return nbgrader_scores(db, assignment)
+
+
+def hidden_cell(course, student, stem, assignment=contract.ASSIGNMENT):
+    """The autograded notebook's one grade cell (the hidden tests' `grade_step`)."""
+    nb = nbformat.read(str(Path(course) / "autograded" / student / assignment / f"{stem}.ipynb"), as_version=4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return cell
+
+
+def feedback_text(course, student, stem, assignment=contract.ASSIGNMENT):
+    """The feedback page's text as a reader sees it (tags dropped: code is split into spans)."""
+    page = (Path(course) / "feedback" / student / assignment / f"{stem}.html").read_text()
+    return html.unescape(re.sub(r"<[^>]+>", "", page))
