@@ -132,8 +132,8 @@ def step_outcome(stem, folder=".", language_folder=None):
     Used by grade_step in a kernel, and by nbgrader_wall.TrustedGrades in nbgrader's own process."""
     step = contract.step_for_stem(stem)
     if step is None:
-        # a step the kit releases but does not grade yet (modern_attention, contract.ASSIGNMENTS):
-        # no points here, and a plain sentence rather than a failed cell
+        # a stem no assignment of contract.ASSIGNMENTS has (every step there has its suite): no
+        # points, and a plain sentence rather than a failed cell
         with i18n.language(course_language(language_folder or folder)):
             return 0.0, str(_("{stem} has no hidden tests yet: the autograder does not grade this step, "
                               "so this cell gives 0 points.", stem=stem)), ""
