@@ -10,8 +10,7 @@ of contract.ASSIGNMENTS (self_attention, modern_attention):
   - assignments/zh/<assignment>/*.ipynb: the same release in Simplified Chinese, by the same
     command with `--AttentionKit.language=zh` (`TranslateNotebook` below puts in the translations
     of the assignment's catalogue, autograder/locale/zh/LC_MESSAGES/notebooks*.po, see
-    notebook_i18n.py), for an assignment whose catalogue has translations (none yet for
-    modern_attention: it is released in English only), and
+    notebook_i18n.py), for every assignment whose catalogue has translations (both have), and
   - autograder/locale/notebooks*.pot: the catalogue template of each assignment's text.
 `python -m autograder build --check` regenerates into a temporary folder and fails on any
 difference from the committed copies.
