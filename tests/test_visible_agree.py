@@ -1,17 +1,22 @@
-"""The notebooks' visible tests agree with the hidden grader, step by step (issue 17).
+"""The notebooks' visible tests agree with the hidden grader, step by step (issue 17; the second
+assignment, modern_attention, since issue 15).
 
-For every step, the visible test cells of the master notebook (its locked `*_tests` cells, after
-its imports cell) run against many candidate programs, each in a forked process: no kernel, the
-cells' code executed as it is. A candidate passes visibly when every test cell runs without an
-exception. The hidden verdict is full marks at that step or not. The two must agree for:
+For every step of both assignments, the visible test cells of the master notebook (its locked
+`*_tests` cells, after its imports cell) run against many candidate programs, each in a forked
+process: no kernel, the cells' code executed as it is. A candidate passes visibly when every test
+cell runs without an exception. The hidden verdict is full marks at that step or not. The two must
+agree for:
 
 - every catalogued mistake of tests/test_misconception_catalogue.py (its CASES: each fails hidden
-  checks there, so no regrading) and its correct templates (full marks there);
-- the correct styles the kit grades with full marks in tests/test_samples.py: samples/unusual_style
-  and the masters' own solution cells;
+  checks there, so no regrading) and its correct templates (full marks there), both assignments:
+  a mistake the grader names, the student's visible tests catch too, complexity and library
+  calls included (every notebook's visible tests count the work and watch the calls);
+- the correct styles the kit grades with full marks: samples/unusual_style (the first assignment,
+  tests/test_samples.py) and the masters' own solution cells (both assignments);
 - the programs below (the issue's wrong programs, leniencies the grader grants, idioms it accepts)
   and tests/test_leniency_and_diagnoses.py's CASES, whose hidden verdict is graded here
-  (`grading.grade(folder, steps=[stem])`), and samples/lesson, graded here too.
+  (`grading.grade(folder, steps=[stem])`), and samples/lesson, graded here too (all of the first
+  assignment).
 
 The demo cells are run too for the correct styles: they must not raise, and every correct style
 must print the same numbers there (the demos set weights by name, never through creation order).
@@ -31,14 +36,18 @@ import test_misconception_catalogue as catalogue
 from autograder import contract
 from conftest import ROOT
 
-SOURCE = ROOT / "source" / contract.ASSIGNMENT
+FIRST = {s.stem for s in contract.STEPS}            # the first assignment's steps
+
+
+def master_path(stem):
+    return ROOT / "source" / contract.ASSIGNMENT_OF[stem] / f"{stem}.ipynb"
 
 
 # ------------------------------------------------------------------ the notebook's cells
 def notebook_cells(stem, path=None):
     """(imports code, [(grade_id, code)] of the locked test and demo cells, in notebook order,
-    the solution cells' code) of a master notebook."""
-    nb = json.loads(Path(path or SOURCE / f"{stem}.ipynb").read_text())
+    the solution cells' code) of a master notebook (of either assignment)."""
+    nb = json.loads(Path(path or master_path(stem)).read_text())
     imports, locked, solutions = [], [], []
     for cell in nb["cells"]:
         if cell["cell_type"] != "code":
@@ -92,8 +101,17 @@ def run(job):
             result["demo_output"][grade_id] = out.getvalue()
     return result
 
+payload = json.load(sys.stdin)
+# each step's master runs once here first, its output dropped: torch's one-off work (first calls of its
+# operations, function modes) is done before the fork, not again in every child (a second or more each)
+seeds = np.random.get_state(), (torch.get_rng_state() if FRAMEWORK == "torch" else None)
+for job in payload["warm"]:
+    run(job)
+np.random.set_state(seeds[0])                  # the children start from the random state they had without it
+if FRAMEWORK == "torch":
+    torch.set_rng_state(seeds[1])
 results = {}
-for key, job in json.load(sys.stdin).items():
+for key, job in payload["jobs"].items():
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:                       # the candidate runs in a child: nothing it does reaches the next one
@@ -130,8 +148,13 @@ def run_visible(jobs, cells=None):
             payload[key] = {"imports": imports, "code": code, "cells": locked, "demos": demos}
         if not payload:
             continue
+        warm = []                                                  # the warm-up: each step's master, as it is
+        for stem in sorted({jobs[key][0] for key in payload}):
+            imports, locked, solutions = notebook_cells(stem)
+            warm.append({"imports": imports, "code": imports + "\n\n" + solutions, "cells": locked, "demos": True})
         proc = subprocess.run([sys.executable, "-c", f"FRAMEWORK = {framework!r}\n" + RUN_VISIBLE],
-                              input=json.dumps(payload), capture_output=True, text=True, timeout=600, cwd=ROOT,
+                              input=json.dumps({"warm": warm, "jobs": payload}), capture_output=True, text=True,
+                              timeout=600, cwd=ROOT,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         assert proc.returncode == 0, proc.stderr
         out.update(json.loads(proc.stdout))
@@ -483,27 +506,35 @@ PROGRAMS = {
 }
 
 
-# the first assignment's steps: the second's visible tests are not compared with its grader here yet
-FIRST = {s.stem for s in contract.STEPS}
-CASES = [case for case in catalogue.CASES if case[1] in FIRST]
+# every catalogued mistake, of both assignments
+CASES = catalogue.CASES
+
+
+def case_key(case):
+    """The verdicts' key of a catalogue case: "catalogue:06-not-vectorized" for the first assignment,
+    "catalogue:modern_attention/06-not-vectorized" for the second (case ids name a step by its number)."""
+    prefix = "" if case[1] in FIRST else contract.ASSIGNMENT_OF[case[1]] + "/"
+    return f"catalogue:{prefix}{catalogue.case_id(case)}"
 
 
 def _catalogue():
     """{key: (stem, code, hidden verdict)} from the catalogue: its mistakes fail hidden checks there
     (tests/test_misconception_catalogue.py asserts which), its correct templates get full marks."""
-    out = {f"catalogue:correct-{stem}": (stem, catalogue.source(stem), True) for stem in catalogue.TEMPLATES
-           if stem in FIRST}
-    out.update({f"catalogue:{catalogue.case_id(case)}": (case[1], catalogue.source(case[1], case[2]), False)
-                for case in CASES})
+    out = {f"catalogue:correct-{stem}": (stem, catalogue.source(stem), True) for stem in catalogue.TEMPLATES}
+    out.update({case_key(case): (case[1], catalogue.source(case[1], case[2]), False) for case in CASES})
+    assert len(out) == len(catalogue.TEMPLATES) + len(CASES), "two cases share a key"
     return out
 
 
 def _correct_styles():
-    """{key: (stem, code, True)}: samples/unusual_style and the masters' solutions (full marks in test_samples)."""
+    """{key: (stem, code, True)}: samples/unusual_style (the first assignment's) and the masters' solutions
+    (full marks: tests/test_samples.py for the first assignment; the second's masters are its references,
+    full marks in scripts/grade_samples.sh and the audit)."""
     out = {}
-    for step in contract.STEPS:
-        out[f"unusual:{step.stem}"] = (step.stem, (ROOT / "samples" / "unusual_style" / f"{step.stem}.py").read_text(),
-                                       True)
+    for step in contract.ALL_STEPS:
+        if step.stem in FIRST:
+            out[f"unusual:{step.stem}"] = (step.stem, (ROOT / "samples" / "unusual_style" / f"{step.stem}.py")
+                                           .read_text(), True)
         imports, _cells, solutions = notebook_cells(step.stem)
         out[f"master:{step.stem}"] = (step.stem, imports + "\n\n" + solutions, True)
     return out
@@ -563,14 +594,34 @@ CAUSE = {"projection-swapped": r"in that order|are swapped", "scores-transposed"
          "heads-reshape-no-transpose": r"straight to \(B, h, T, head_dim\)",
          "heads-merge-no-transpose": r"straight to \(B, T, D\)", "missing-output-projection": r"was not applied",
          "detached-graph": r"graph is cut|cuts the graph", "not-vectorized": r"grows with|loops over",
-         "forbidden-api": r"off-limits", "broadcast-weighted-sum": r"broadcasting"}
+         "forbidden-api": r"off-limits|write the attention yourself", "broadcast-weighted-sum": r"broadcasting",
+         # the second assignment's
+         "causal-upper-triangle": r"upper triangle", "mask-true-blocked": r"True where attention is blocked",
+         "causal-aligned-at-start": r"aligned at the start", "causal-excludes-diagonal": r"not attend its own position",
+         "padding-off-by-one": r"one True too many", "mask-after-softmax": r"after the softmax only",
+         "mask-fill-zero": r"set to 0 instead of -inf", "mask-ignored": r"mask was not applied",
+         "masked-row-nan": r"got NaN|NaN comes from", "mask-fill-finite": r"finite fill",
+         "kv-from-x": r"come from context, not x", "key-padding-mask-convention": r"context mask the other way round",
+         "gqa-heads-tiled": r"expanded with repeat", "gqa-kv-layout": r"columns were taken in the wrong layout",
+         "causal-mask-missing": r"causal mask is missing|no causal mask",
+         "causal-flag-ignored": r"although causal=False",
+         "gqa-scale-by-kv-width": r"keys' full width", "rope-interleaved": r"are neighbours \(2i, 2i \+ 1\)",
+         "rope-sign-flipped": r"turn the wrong way", "rope-sin-cos-swapped": r"cos and sin were swapped",
+         "rope-exponent-i": r"exponent is -i / head_dim", "rope-positions-from-1": r"counted from 1",
+         "rope-positions-ignored": r"positions given were ignored", "rope-freqs-reversed": r"run backwards",
+         "rope-base-ignored": r"base given was ignored", "rope-angles-float32": r"computed in float32|must be float64",
+         "kv-cache-wrong-axis": r"along the time axis", "kv-cache-no-causal-new": r"dropped when a cache is given",
+         "kv-cache-reprojects": r"projected again", "online-no-rescale": r"not rescaled|nor the running sum was",
+         "online-no-final-division": r"final division", "online-max-not-kept": r"running maximum kept",
+         "lse-without-max": r"without the running maximum", "last-block-dropped": r"last, shorter block",
+         "tiled-full-scores": r"score matrix takes"}
 
 
 def test_visible_messages_name_each_catalogued_mistake(verdicts):
     """The message a student reads first names the mistake the values (or counts) show."""
     wrong = []
     for case in CASES:
-        failed = verdicts[f"catalogue:{catalogue.case_id(case)}"][2]["failed"]
+        failed = verdicts[case_key(case)][2]["failed"]
         if not re.search(CAUSE[case[0]], failed[2]):
             wrong.append(f"{catalogue.case_id(case)} ({case[0]}): {failed[0]}: {failed[2][:500]}")
     assert not wrong, "\n".join(wrong)
@@ -578,17 +629,17 @@ def test_visible_messages_name_each_catalogued_mistake(verdicts):
 
 
 def test_every_step_is_tried_with_mistakes_and_correct_code(verdicts):
-    for step in contract.STEPS:
+    for step in contract.ALL_STEPS:
         mine = [v for v in verdicts.values() if v[0] == step.stem]
         assert any(ok for _s, ok, _v, _f in mine) and sum(not ok for _s, ok, _v, _f in mine) >= 3, step.stem
 
 
 def test_demo_cells_run_and_print_the_same_numbers_for_every_correct_style(verdicts):
     """Demos depend on nothing the contract leaves open (layer creation order, extra attributes)."""
-    for step in contract.STEPS:
+    for step in contract.ALL_STEPS:
         runs = {key: v[2] for key, v in verdicts.items()
                 if v[0] == step.stem and key.startswith(("master:", "unusual:", "catalogue:correct"))}
-        assert len(runs) == 3, step.stem
+        assert len(runs) == (3 if step.stem in FIRST else 2), step.stem
         errors = [f"{key}: {r['demo_error']}" for key, r in runs.items() if r["demo_error"]]
         assert not errors, "\n".join(errors)
         outputs = {key: r["demo_output"] for key, r in runs.items()}
@@ -602,22 +653,28 @@ def test_demo_cells_run_and_print_the_same_numbers_for_every_correct_style(verdi
 BREAKS = {
     # the closeness test made to say "match" for everything: values no longer count
     "02_scores": ("    got, expected = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)",
-                  ["02-scaled-already"]),
+                  ["program:02-scaled-already"]),
     "07_full_module": ("    got, expected = (torch.as_tensor(t).detach().cpu().to(torch.float64) "
                        "for t in (got, expected))",
-                       ["07-x-at-weight", "07-weights-T-at-v", "07-k-at-q-T"]),
+                       ["program:07-x-at-weight", "program:07-weights-T-at-v", "program:07-k-at-q-T"]),
+    # the second assignment: RoPE turned the wrong way keeps lengths and relative scores, only values show it
+    "04_rope": ("    got, expected = (torch.as_tensor(t).detach().cpu().to(torch.float64) for t in (got, expected))",
+                ["catalogue:modern_attention/04-rope-sign-flipped",
+                 "catalogue:modern_attention/04-rope-sin-cos-swapped"]),
 }
 
 
 @pytest.mark.parametrize("stem", sorted(BREAKS))
 def test_a_broken_visible_test_is_caught(verdicts, stem):
     """Break a notebook's closeness test once: programs the grader fails (the issue's wrong modules in
-    step 7) now pass visibly, so the agreement above would fail."""
-    line, labels = BREAKS[stem]
+    step 7, catalogued mistakes) now pass visibly, so the agreement above would fail."""
+    line, keys = BREAKS[stem]
     imports, locked, _solutions = notebook_cells(stem)
     broken = [(gid, code.replace(line, "    return None\n" + line)) for gid, code in locked]
     assert broken != locked, "the line to break is gone: update BREAKS"
-    jobs = {label: (stem, dedent(PROGRAMS[label][1]), False) for label in labels}
-    assert not any(verdicts[f"program:{label}"][1] for label in labels)      # the grader fails them all
+    codes = {**{f"program:{label}": dedent(code) for label, (_stem, code) in PROGRAMS.items()},
+             **{key: code for key, (_stem, code, _ok) in _catalogue().items()}}
+    jobs = {key: (stem, codes[key], False) for key in keys}
+    assert not any(verdicts[key][1] for key in keys)      # the grader fails them all
     assert all(v["failed"] is not None for v in run_visible(jobs).values())
     assert all(v["failed"] is None for v in run_visible(jobs, cells={stem: (imports, broken)}).values())
