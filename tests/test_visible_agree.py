@@ -622,8 +622,10 @@ def test_visible_messages_name_each_catalogued_mistake(verdicts):
     wrong = []
     for case in CASES:
         failed = verdicts[case_key(case)][2]["failed"]
-        if not re.search(CAUSE[case[0]], failed[2]):
-            wrong.append(f"{catalogue.case_id(case)} ({case[0]}): {failed[0]}: {failed[2][:500]}")
+        message = failed[2] if failed else ""
+        if not re.search(CAUSE[case[0]], message):
+            wrong.append(f"{case_key(case)} ({case[0]}): "
+                         + (f"{failed[0]}: {message[:500]}" if failed else "no visible test failed"))
     assert not wrong, "\n".join(wrong)
     assert set(CAUSE) == {case[0] for case in CASES}
 
