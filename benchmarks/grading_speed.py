@@ -1,19 +1,20 @@
 """How fast the kit grades, next to nbgrader autograde, on the same notebooks (a benchmark, not a test).
 
-    .venv/bin/python benchmarks/grading_speed.py [--n 40] [--nbgrader-n 4] [--jobs CORES]
+    .venv/bin/python benchmarks/grading_speed.py [--n 40] [--nbgrader-n 4] [--jobs CORES] [--assignments A,B]
 
-Builds N submissions as notebooks (the released notebooks filled in: correct ones, buggy ones
-with a slip in every step, stubs left in, slow ones whose every notebook sleeps --slow-seconds at
-import), then measures
-in one run:
+Builds, for every assignment (self_attention and modern_attention), N submissions as notebooks
+(the released notebooks filled in: correct ones, buggy ones with a slip in every step, stubs
+left in, slow ones whose every notebook sleeps --slow-seconds at import), then measures in one
+run:
   bare      `python -c "import torch, numpy"`: the floor for any cold grade
-  single    `python -m autograder grade` of one correct submission, a cold process (median of 3)
+  single    `python -m autograder grade` of one correct submission, a cold process (median of 5,
+            interleaved with the bare import and the other assignments' single grades)
   batch     `python -m autograder grade-all` of all N, per submission (workers' start included;
             median of three runs), its grades checked first: the same in every run, alike for
             every student of a kind, full marks where due, and as the single grade
   nbgrader  `nbgrader autograde` of the first --nbgrader-n of them in a temporary course copy,
             per submission (it starts a kernel per notebook, one notebook after another)
-and prints the ratios against the targets of issue 7, and each run's peak memory (the sum of the
+and prints, per assignment, the ratios against the targets of issue 7, and each run's peak memory (the sum of the
 proportional set size (PSS) of every process it started, sampled every 0.1 s).
 
     --record   also writes the figures to benchmarks/grading_speed.json and puts the same table
@@ -38,38 +39,57 @@ import nbformat
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from autograder import contract  # noqa: E402
-from autograder.commands import release
+from autograder.commands import release  # noqa: E402
 
 BIN = Path(sys.executable).parent
-ASSIGNMENT = contract.ASSIGNMENT
+
+# What each kind of student hands in, per assignment: the slips a buggy student makes (every step
+# gets at least one: a scale, an axis, a sign, a frequency gone wrong; `notebook` checks), and the
+# steps a stub student leaves as released.
+SLIPS = {
+    "self_attention": [("K = X @ W_K", "K = X @ W_Q"), ("np.swapaxes(K, -1, -2)", "K"), ("np.sqrt(d_k)", "d_k"),
+                       ("axis=axis", "axis=0"), ("math.sqrt", "float"), ("@ W_O", "@ W_O.T")],
+    "modern_attention": [("math.sqrt(", "float("), ("-2.0 * i", "-1.0 * i")],
+}
+STUB_STEPS = {"self_attention": ("04_softmax", "07_full_module"),
+              "modern_attention": ("02_cross_attention", "05_kv_cache")}
 
 
 # ------------------------------------------------------------------ submissions
-def master_solutions(stem):
-    nb = nbformat.read(str(ROOT / "source" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+def master_solutions(assignment, stem):
+    nb = nbformat.read(str(ROOT / "source" / assignment / f"{stem}.ipynb"), as_version=4)
     return {c.metadata.nbgrader.grade_id: "\n".join(ln for ln in c.source.split("\n")
                                                     if release.BEGIN not in ln and release.END not in ln)
             for c in nb.cells if release.is_solution_cell(c)}
 
 
-def notebook(stem, kind):
+def slipped(assignment, code):
+    for old, new in SLIPS[assignment]:
+        code = code.replace(old, new)
+    return code
+
+
+def notebook(assignment, stem, kind):
     """The released notebook of `stem`, filled in as a `kind` student would."""
-    nb = nbformat.read(str(ROOT / "assignments" / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
-    solutions = master_solutions(stem)
-    first = True
+    nb = nbformat.read(str(ROOT / "assignments" / assignment / f"{stem}.ipynb"), as_version=4)
+    solutions = master_solutions(assignment, stem)
+    first, slips = True, 0
     for cell in nb.cells:
         if not release.is_solution_cell(cell):
             continue
         code = solutions[cell.metadata.nbgrader.grade_id]
-        if kind == "buggy":       # a common slip in every step: a scale, an axis or a sign gone wrong
-            code = (code.replace("np.sqrt(d_k)", "d_k").replace("axis=axis", "axis=0")
-                    .replace("math.sqrt", "float").replace("@ W_O", "@ W_O.T"))
-        elif kind == "stub" and stem in ("04_softmax", "07_full_module"):
+        if kind == "buggy":
+            buggy = slipped(assignment, code)
+            slips += buggy != code
+            code = buggy
+        elif kind == "stub" and stem in STUB_STEPS[assignment]:
             continue              # left as released
         elif kind == "slow" and first:   # work at import, as a student's demo loop might take
             code = f"import time\ntime.sleep({SLOW_SECONDS})\n" + code
         first = False
         cell.source = code
+    if kind == "buggy" and not slips:
+        raise SystemExit(f"no slip of SLIPS[{assignment!r}] applies to {stem}: the buggy student would be correct there")
     return nb
 
 
@@ -77,14 +97,14 @@ KINDS = ["correct", "buggy", "slow", "stub"]
 SLOW_SECONDS = 0.3   # per notebook of a "slow" student (--slow-seconds)
 
 
-def build_class(folder, n):
-    """submitted/<student>/self_attention/*.ipynb for n students, kinds in turn."""
+def build_class(folder, assignment, n):
+    """submitted/<student>/<assignment>/*.ipynb for n students, kinds in turn."""
     for i in range(n):
         kind = KINDS[i % len(KINDS)]
-        sub = folder / "submitted" / f"s{i:03d}_{kind}" / ASSIGNMENT
+        sub = folder / "submitted" / f"s{i:03d}_{kind}" / assignment
         sub.mkdir(parents=True)
-        for step in contract.STEPS:
-            nbformat.write(notebook(step.stem, kind), str(sub / f"{step.stem}.ipynb"))
+        for step in contract.ASSIGNMENTS[assignment]:
+            nbformat.write(notebook(assignment, step.stem, kind), str(sub / f"{step.stem}.ipynb"))
 
 
 # ------------------------------------------------------------------ measuring
@@ -165,62 +185,82 @@ def medians_interleaved(k, *cmds):
     return [(statistics.median(rs), peak_of(cmd)) for rs, cmd in zip(runs, cmds)]
 
 
+def course_copy(folder):
+    """An nbgrader course in `folder`: the config and the masters (source/)."""
+    folder.mkdir()
+    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    shutil.copytree(ROOT / "source", folder / "source")
+    return folder
+
+
+def measure(assignment, tmp, args, single_cmd_out):
+    """Batch and nbgrader figures of one assignment (its single grade is timed with the bare import)."""
+    py = sys.executable
+    course = tmp / assignment
+    batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--jobs", str(args.jobs)]
+    # three runs, each into an empty folder (a rerun into the same one skips everything)
+    batch_runs = [timed(batch_cmd + ["--results-dir", str(tmp / f"{assignment}-out{i}"),
+                                     "--csv", str(tmp / f"{assignment}-grades{i}.csv")])[0] for i in range(3)]
+    batch = (statistics.median(batch_runs), peak_of(batch_cmd + ["--results-dir", str(tmp / f"{assignment}-sampled")]))
+    grades = check_grades([tmp / f"{assignment}-grades{i}.csv" for i in range(3)],
+                          json.loads(single_cmd_out.read_text()))
+
+    # nbgrader on the first --nbgrader-n students, in a course of their own (timed), and on
+    # the first student alone in another (sampled for memory: it grades one after another)
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    runs = []
+    for name, n, sample in (("nbcourse", args.nbgrader_n, False), ("nbcourse-sampled", 1, True)):
+        nbc = course_copy(tmp / f"{assignment}-{name}")
+        for sub in sorted((course / "submitted").iterdir())[:n]:
+            shutil.copytree(sub, nbc / "submitted" / sub.name)
+        db = [f"--CourseDirectory.db_url=sqlite:///{nbc / 'gradebook.db'}", "--log-level=ERROR"]
+        timed([str(BIN / "nbgrader"), "generate_assignment", assignment, *db], cwd=nbc, env=env)
+        runs.append(timed([str(BIN / "nbgrader"), "autograde", assignment, *db], cwd=nbc, env=env, sample=sample))
+    return {"steps": len(contract.ASSIGNMENTS[assignment]), "batch_runs": batch_runs, "grades": grades,
+            "seconds": {"batch": batch[0], "nbgrader": runs[0][0]},
+            "peak_bytes": {"batch": batch[1], "nbgrader": runs[1][1]}}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=40, help="submissions in the batch (default %(default)s)")
     ap.add_argument("--nbgrader-n", type=int, default=4, help="of them, how many nbgrader autogrades "
                     "(12-20 s each; default %(default)s)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="grade-all workers (default: cores)")
+    ap.add_argument("--assignments", default=",".join(contract.ASSIGNMENTS),
+                    help="which assignments, comma-separated (default: all, %(default)s)")
     ap.add_argument("--slow-seconds", type=float, default=SLOW_SECONDS,
                     help="seconds a slow student's notebook sleeps at import (default %(default)s; "
                          "nbgrader and the kit both wait for it, the ratios shrink as it grows)")
     ap.add_argument("--record", action="store_true", help="write benchmarks/grading_speed.json and the README table")
     args = ap.parse_args()
+    assignments = [a for a in args.assignments.split(",") if a]
+    unknown = sorted(set(assignments) - set(contract.ASSIGNMENTS))
+    if unknown:
+        raise SystemExit(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(contract.ASSIGNMENTS)}")
+    if args.record and assignments != list(contract.ASSIGNMENTS):
+        raise SystemExit("--record measures every assignment: leave out --assignments")
     load_before = os.getloadavg()[0]
     globals()["SLOW_SECONDS"] = args.slow_seconds
     py = sys.executable
     with tempfile.TemporaryDirectory(prefix="attention-kit-bench-") as tmp:
         tmp = Path(tmp)
-        course = tmp / "course"
-        course.mkdir()
-        shutil.copy(ROOT / "nbgrader_config.py", course)
-        shutil.copytree(ROOT / "source", course / "source")
-        build_class(course, args.n)
-        correct = course / "submitted" / "s000_correct" / ASSIGNMENT
-
-        bare, single = medians_interleaved(
-            5, [py, "-c", "import torch, numpy"],
-            [py, "-m", "autograder", "grade", str(correct), "--results", str(tmp / "one.json"), "--quiet"])
-        batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--jobs", str(args.jobs)]
-        # three runs, each into an empty folder (a rerun into the same one skips everything)
-        batch_runs = [timed(batch_cmd + ["--results-dir", str(tmp / f"out{i}"), "--csv", str(tmp / f"grades{i}.csv")])[0]
-                      for i in range(3)]
-        batch = (statistics.median(batch_runs), peak_of(batch_cmd + ["--results-dir", str(tmp / "out-sampled")]))
-        grades = check_grades([tmp / f"grades{i}.csv" for i in range(3)], json.loads((tmp / "one.json").read_text()))
-
-        # nbgrader on the first --nbgrader-n students, in a course of their own (timed), and on
-        # the first student alone in another (sampled for memory: it grades one after another)
-        env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
-        runs = []
-        for name, n, sample in (("nbcourse", args.nbgrader_n, False), ("nbcourse-sampled", 1, True)):
-            nbc = tmp / name
-            nbc.mkdir()
-            shutil.copy(ROOT / "nbgrader_config.py", nbc)
-            shutil.copytree(ROOT / "source", nbc / "source")
-            for sub in sorted((course / "submitted").iterdir())[:n]:
-                shutil.copytree(sub, nbc / "submitted" / sub.name)
-            db = [f"--CourseDirectory.db_url=sqlite:///{nbc / 'gradebook.db'}", "--log-level=ERROR"]
-            timed([str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT, *db], cwd=nbc, env=env)
-            runs.append(timed([str(BIN / "nbgrader"), "autograde", ASSIGNMENT, *db], cwd=nbc, env=env, sample=sample))
-        nbg = (runs[0][0], runs[1][1])
+        for assignment in assignments:
+            build_class(course_copy(tmp / assignment), assignment, args.n)
+        # the bare import and every assignment's cold single grade, interleaved
+        singles = [[py, "-m", "autograder", "grade", str(tmp / a / "submitted" / "s000_correct" / a),
+                    "--results", str(tmp / f"{a}-one.json"), "--quiet"] for a in assignments]
+        bare, *single = medians_interleaved(5, [py, "-c", "import torch, numpy"], *singles)
+        runs = {}
+        for assignment, one in zip(assignments, single):
+            runs[assignment] = measure(assignment, tmp, args, tmp / f"{assignment}-one.json")
+            runs[assignment]["seconds"]["single"], runs[assignment]["peak_bytes"]["single"] = one
 
     data = {"machine": {"cores": os.cpu_count(), "load_before": load_before,
                         "load_after": os.getloadavg()[0]},
             "date": datetime.date.today().isoformat(), "commit": git_commit(),
             "n": args.n, "nbgrader_n": args.nbgrader_n, "jobs": args.jobs, "slow_seconds": args.slow_seconds,
-            "seconds": {"bare": bare[0], "single": single[0], "batch": batch[0], "nbgrader": nbg[0]},
-            "batch_runs": batch_runs, "grades": grades,
-            "peak_bytes": {"bare": bare[1], "single": single[1], "batch": batch[1], "nbgrader": nbg[1]}}
+            "bare": {"seconds": bare[0], "peak_bytes": bare[1]}, "assignments": runs}
     print(render(data))
     if args.record:
         record(data)
@@ -258,37 +298,39 @@ TARGETS = (("single vs nbgrader, per submission", ">= 6x faster", 6, "higher"),
            ("single cold grade vs bare import", "<= 1.5x", 1.5, "lower"))
 
 
-def ratios(data):
-    """The three ratios of issue 7, from the measured seconds."""
-    sec = data["seconds"]
+def ratios(data, run):
+    """The three ratios of issue 7 for one assignment's `run`, from the measured seconds."""
+    sec = run["seconds"]
     nbg_per, batch_per = sec["nbgrader"] / data["nbgrader_n"], sec["batch"] / data["n"]
-    return [nbg_per / sec["single"], nbg_per / batch_per, sec["single"] / sec["bare"]]
+    return [nbg_per / sec["single"], nbg_per / batch_per, sec["single"] / data["bare"]["seconds"]]
 
 
 def render(data):
     """The benchmark's table, from its figures (used for the terminal and for README.md)."""
-    sec, peak = data["seconds"], data["peak_bytes"]
     mib = lambda b: f"{b / 2**20:.0f} MiB"  # noqa: E731
     m = data["machine"]
     lines = [f"machine: {m['cores']} cores (load average {m['load_before']:.2f} before, {m['load_after']:.2f} after); "
-             f"{data['n']} submissions ({', '.join(KINDS)} in turn), 7 notebooks each; "
+             f"{data['n']} submissions per assignment ({', '.join(KINDS)} in turn); "
              f"slow ones sleep {data['slow_seconds']:g} s per notebook",
              f"{'':<34}{'seconds':>10}{'peak memory':>14}",
-             f"{'bare python -c import torch,numpy':<34}{sec['bare']:>10.2f}{mib(peak['bare']):>14}",
-             f"{'single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
-             f"{'batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
-             f"   ({sec['batch'] / data['n']:.2f} s per submission"
-             + (f"; median of {len(data['batch_runs'])} runs, {min(data['batch_runs']):.2f} to "
-                f"{max(data['batch_runs']):.2f} s" if data.get("batch_runs") else "")
-             + ")",
-             f"{'nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
-             f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
-    if data.get("grades"):
-        lines.append("grades (the same in every batch run, for every student of a kind, and as the single grade): "
-                     + ", ".join(f"{kind} {total}" for kind, total in data["grades"].items()))
-    for (name, target, bound, better), ratio in zip(TARGETS, ratios(data)):
-        ok = ratio >= bound if better == "higher" else ratio <= bound
-        lines.append(f"{name:<38}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
+             f"{'bare python -c import torch,numpy':<34}{data['bare']['seconds']:>10.2f}{mib(data['bare']['peak_bytes']):>14}"]
+    for assignment, run in data["assignments"].items():
+        sec, peak = run["seconds"], run["peak_bytes"]
+        lines += [f"{assignment} ({run['steps']} notebooks a submission)",
+                  f"{'  single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
+                  f"{'  batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
+                  f"   ({sec['batch'] / data['n']:.2f} s per submission"
+                  + (f"; median of {len(run['batch_runs'])} runs, {min(run['batch_runs']):.2f} to "
+                     f"{max(run['batch_runs']):.2f} s" if run.get("batch_runs") else "")
+                  + ")",
+                  f"{'  nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
+                  f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
+        if run.get("grades"):
+            lines.append("  grades (the same in every batch run, for every student of a kind, and as the single grade): "
+                         + ", ".join(f"{kind} {total}" for kind, total in run["grades"].items()))
+        for (name, target, bound, better), ratio in zip(TARGETS, ratios(data, run)):
+            ok = ratio >= bound if better == "higher" else ratio <= bound
+            lines.append(f"  {name:<36}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
     return "\n".join(lines)
 
 

@@ -29,18 +29,43 @@ def test_readme_table_is_the_recorded_benchmark_output():
 
 def test_render_computes_the_ratios_from_the_seconds():
     bench = load_benchmark()
+    run = lambda single: {"steps": 7, "seconds": {"single": single, "batch": 5.0, "nbgrader": 40.0},  # noqa: E731
+                          "peak_bytes": {"single": 1, "batch": 1, "nbgrader": 1}}
     data = {"machine": {"cores": 2, "load_before": 0.0, "load_after": 0.0}, "n": 10, "nbgrader_n": 2, "jobs": 2,
-            "slow_seconds": 0.3, "date": "d", "commit": "c",
-            "seconds": {"bare": 2.0, "single": 2.5, "batch": 5.0, "nbgrader": 40.0},
-            "peak_bytes": {"bare": 1, "single": 1, "batch": 1, "nbgrader": 1}}
+            "slow_seconds": 0.3, "date": "d", "commit": "c", "bare": {"seconds": 2.0, "peak_bytes": 1},
+            "assignments": {"self_attention": run(2.5), "modern_attention": run(2.5)}}
     text = bench.render(data)
-    # 20 s per nbgrader submission: single 2.5 s -> 8x (met); batch 0.5 s -> 40x (met); 2.5 / 2.0 = 1.25x (met)
-    assert re.search(r"single vs nbgrader.* 8\.0x +target >= 6x faster +met", text)
-    assert re.search(r"batch vs nbgrader.* 40\.0x +target >= 40x faster +met", text)
-    assert re.search(r"single cold grade vs bare import +1\.2x +target <= 1\.5x +met", text)
+    # 20 s per nbgrader submission: single 2.5 s -> 8x (met); batch 0.5 s -> 40x (met); 2.5 / 2.0 = 1.25x (met),
+    # for each assignment
+    assert len(re.findall(r"single vs nbgrader.* 8\.0x +target >= 6x faster +met", text)) == 2
+    assert len(re.findall(r"batch vs nbgrader.* 40\.0x +target >= 40x faster +met", text)) == 2
+    assert len(re.findall(r"single cold grade vs bare import +1\.2x +target <= 1\.5x +met", text)) == 2
     assert "NOT met" not in text
-    data["seconds"]["single"] = 4.0
+    data["assignments"]["modern_attention"]["seconds"]["single"] = 4.0
     assert bench.render(data).count("NOT met") == 2
+    assert bench.render(data).index("modern_attention") < bench.render(data).index("NOT met")
+
+
+def test_the_recorded_benchmark_measured_every_assignment():
+    from autograder import contract
+    data = json.loads(load_benchmark().RECORD.read_text())
+    assert list(data["assignments"]) == list(contract.ASSIGNMENTS)
+    for name, run in data["assignments"].items():
+        assert run["steps"] == len(contract.ASSIGNMENTS[name])
+        assert run["grades"]["correct"] == run["grades"]["slow"] == f"{10 * run['steps']}/{10 * run['steps']}"
+
+
+@pytest.mark.parametrize("assignment", ["self_attention", "modern_attention"])
+def test_the_buggy_student_slips_at_every_step(assignment):
+    """A slip that no longer applies to a step (its master was reworded) would make the 'buggy'
+    student correct there, and the batch lighter than it claims: the benchmark refuses to build it."""
+    from autograder import contract
+    bench = load_benchmark()
+    for step in contract.ASSIGNMENTS[assignment]:
+        bench.notebook(assignment, step.stem, "buggy")
+    bench.SLIPS[assignment] = [("no such code", "")]
+    with pytest.raises(SystemExit, match="no slip"):
+        bench.notebook(assignment, contract.ASSIGNMENTS[assignment][0].stem, "buggy")
 
 
 def test_the_benchmark_refuses_to_time_a_batch_whose_grades_are_wrong(tmp_path):
