@@ -1,6 +1,8 @@
 """The sample submissions get the grades they must: full marks, zero, and the lesson's mistakes named."""
 import re
 
+import pytest
+
 from autograder import contract, i18n
 from autograder.reference import misconceptions
 from conftest import by_step, tags_of
@@ -29,17 +31,25 @@ def test_correct_code_in_unusual_style_gets_full_marks(graded):
     assert_full_marks(results)
 
 
-def test_released_stubs_score_zero_and_say_so(graded):
-    code, out, results = graded("assignments/self_attention")
+@pytest.mark.parametrize("assignment", list(contract.ASSIGNMENTS))
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_released_stubs_score_zero_and_say_so(graded, assignment, lang):
+    """Every released stub, English or Chinese, graded in its language: zero, every check naming its step."""
+    folder = f"assignments/{assignment}" if lang == "en" else f"assignments/zh/{assignment}"
+    code, out, results = graded(folder, "--lang", lang)
     assert code == 0, out
-    assert results["score"] == 0
-    for stem, tests in by_step(results).items():
+    points = sum(s.points for s in contract.ASSIGNMENTS[assignment])
+    assert results["score"] == 0 and results["extra_data"]["max_score"] == points
+    steps = by_step(results)
+    assert set(steps) == {s.stem for s in contract.ASSIGNMENTS[assignment]}
+    for stem, tests in steps.items():
         number = contract.step_for_stem(stem).number
+        says = f"Step {number}: implement" if lang == "en" else f"第 {number} 步：请实现"
         for t in tests:
             assert t["status"] == "failed"
-            assert "NotImplementedError" in t["output"] and f"Step {number}: implement" in t["output"], t
+            assert "NotImplementedError" in t["output"] and says in t["output"], t
             assert "not-implemented" in t["tags"]
-    assert "total" in out and f"0/{ALL_POINTS}" in out
+    assert ("total" if lang == "en" else "总计") in out and f"0/{points}" in out
 
 
 def test_lesson_module_loses_points_for_multiplying_by_sqrt_d(graded):
