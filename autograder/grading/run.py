@@ -283,6 +283,25 @@ def one_math_thread():
     torch = sys.modules.get("torch")     # the suites imported it, unless only numpy steps run
     if torch is not None and torch.get_num_threads() != 1:
         torch.set_num_threads(1)
+    one_blas_thread()
+
+
+_blas_limited = False
+
+
+def one_blas_thread():
+    """numpy's OpenBLAS in one thread, also where numpy loaded before the `autograder` command
+    could ask for it (nbgrader's process, a test process). Not only for speed: children are
+    started from another thread (`Job._start_children`) by fork, and OpenBLAS's fork handler
+    stops its thread pool under a lock that a BLAS call running meanwhile in the main thread (a
+    reference's `Q @ K.T`) waits inside: both hang for ever (seen in a test's in-process grader).
+    With one thread a BLAS call runs in its caller and takes no such lock. Called before any
+    child starts, once per process (numpy is loaded by then: the suites import it)."""
+    global _blas_limited
+    if not _blas_limited and "numpy" in sys.modules:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=1, user_api="blas")    # for the rest of the process
+        _blas_limited = True
 
 
 class Recorder:
@@ -414,6 +433,7 @@ def grade(submission, limits=None, steps=None, found=None, examples=False, suite
     (a `Suites`, or a batch worker's `Grader`), else a `Suites` is opened for this submission. Returns a Report; never raises
     for student code."""
     job = Job(submission, limits, steps, found, examples)      # 1. discover
+    one_math_thread()                                           #    (before any fork: see one_blas_thread)
     job.start_children()                                        # 2. start children
     try:
         if suites is not None:                                  # 3. run checks
