@@ -220,3 +220,27 @@ def test_a_module_grad_target_with_a_cache_differentiates_every_chunk_through_on
     assert [item.array.shape for item in got.value.items] == [(1, 2, 2), (1, 1, 2)]
     assert np.allclose(got.grads["x"], expected[0].numpy()) and np.allclose(got.grads["w.weight"], expected[1].numpy())
     assert got.gradcheck["ok"]
+
+
+def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_start(tmp_path):
+    """A cold torch child spends its first second or more starting Python and importing torch:
+    the kit's time, not the student's. A 0.2 s limit still lets an honest file load, on any
+    machine however busy; a file that loops at import still times out."""
+    step = next(s for s in contract.ASSIGNMENTS["modern_attention"] if s.framework == "torch")
+    honest = tmp_path / "honest.py"
+    honest.write_text("import torch\nx = torch.zeros(3)\n")
+    s = StepChild(step, honest, Limits(call_seconds=0.2))
+    try:
+        s._ensure_child()
+        assert s.load_reply["ok"] and "x" in s.load_reply["defined"]
+    finally:
+        s.close()
+    looping = tmp_path / "looping.py"
+    looping.write_text("import torch\nwhile True:\n    pass\n")
+    s = StepChild(step, looping, Limits(call_seconds=0.2))
+    try:
+        with pytest.raises(StudentTimedOut) as info:
+            s._ensure_child()
+        assert "(loading it) timed out after 0.2 s" in str(info.value.student_message())
+    finally:
+        s.close()

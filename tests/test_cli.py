@@ -75,7 +75,7 @@ def test_student_text_reaches_the_terminal_escaped_and_every_report_is_written(t
     for extra in ([], ["--format", "github", "--html", str(tmp_path / "pages")]):
         proc = subprocess.run([sys.executable, "-m", "autograder", "grade", os.fsencode(sub), "--results",
                                str(tmp_path / "results.json"), "--isolation", "process", *extra],
-                              cwd=ROOT, capture_output=True, timeout=300, env=dict(os.environ, GITHUB_STEP_SUMMARY=""))
+                              cwd=ROOT, capture_output=True, timeout=600, env=dict(os.environ, GITHUB_STEP_SUMMARY=""))
         out = proc.stdout.decode("utf-8")                   # strict: nothing undecodable was printed
         assert proc.returncode == 0, out + proc.stderr.decode("utf-8", "replace")
         assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", out), "a control character reached the terminal"
@@ -101,5 +101,5 @@ def test_one_entry_point_whichever_way_the_grader_is_started():
     main_module = (ROOT / "autograder" / "__main__.py").read_text()
     assert "from autograder.commands.entry import main" in main_module and "cli" not in main_module
     done = subprocess.run([str(Path(sys.executable).parent / "attention-kit"), "grade", "--help"],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "--results" in done.stdout

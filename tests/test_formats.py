@@ -240,7 +240,7 @@ def grade(tmp_path, *extra, env=None):
     (sub / "02_scores.py").write_text((ROOT / "samples/lesson/02_scores.py").read_text())
     proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "repo"), "--results",
                            str(tmp_path / "results.json"), "--isolation", "process", *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout, json.loads((tmp_path / "results.json").read_text())
 

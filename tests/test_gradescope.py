@@ -21,7 +21,7 @@ GRADESCOPE_VISIBILITY = {"hidden", "after_due_date", "after_published", "visible
 def build(folder, *options):
     out = folder / "autograder.zip"
     proc = subprocess.run([sys.executable, "-m", "autograder", "gradescope-zip", str(out), *options], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 

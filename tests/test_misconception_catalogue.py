@@ -606,7 +606,7 @@ def graded(tmp_path_factory):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
     results = {}
     for proc, group in zip(procs, groups):
-        out, err = proc.communicate(json.dumps(group), timeout=300)
+        out, err = proc.communicate(json.dumps(group), timeout=600)
         assert proc.returncode == 0, err
         results.update(json.loads(out))
     # {(label, stem): English checks} and {(label, stem, "zh"): the same checks graded in Chinese}

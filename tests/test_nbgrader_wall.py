@@ -358,7 +358,7 @@ def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
         "    print('network:', e.errno)",
         "import autograder",
     ]]
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, kernel_manager_class=WalledKernelManager,
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, kernel_manager_class=WalledKernelManager,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     listing, flags, network, kit = nb.cells
     names = eval(listing.outputs[0].text.splitlines()[0])

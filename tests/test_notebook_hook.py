@@ -73,7 +73,7 @@ def executed(tmp_path_factory):
             grading.grade = overshooting_grade
             grade_step("02_scores", %r)""" % str(folder)),
     ]
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True).execute()
     return nb.cells[1:]
 
 
@@ -117,7 +117,7 @@ def run_hook(folder, **env):
     environ = {k: v for k, v in os.environ.items() if k != "ATTENTION_KIT_LANG"} | env
     environ["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run([sys.executable, "-c", HOOK], cwd=folder, env=environ, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -52,7 +52,7 @@ def test_a_drifted_copy_is_detected(fresh_build, tmp_path):
 
 def test_build_check_command_passes_on_the_committed_tree():
     proc = subprocess.run([sys.executable, "-m", "autograder", "build", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -97,7 +97,7 @@ def graded(tmp_path_factory):
         (root / label / f"{stem}.py").write_text(code)
         jobs.append((str(root / label), stem))
     proc = subprocess.run([sys.executable, "-c", GRADE_MANY], cwd=ROOT, input=json.dumps(jobs),
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout)
     return {label: results[str(root / label)] for label, *_ in CASES}

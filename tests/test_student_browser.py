@@ -186,7 +186,7 @@ def test_the_student_environment_has_nothing_of_the_kit(lab):
              "print(json.dumps({m: found(m) for m in "
              "['numpy', 'autograder', 'solutions', 'nbgrader']}))")
     run = subprocess.run([str(lab["python"]), "-c", probe], cwd=lab["root"] / RELEASES["en"], env=lab["env"],
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == {"numpy": True, "autograder": False, "solutions": False, "nbgrader": False}
 

@@ -3,7 +3,8 @@
 A request is one JSON object whose "op" names the operation; child/runner.py dispatches on that
 op and on nothing else. Arrays travel as wire records (child/wire.py).
 
-    load_request(path, display)      {"op": "load", "path", "display"}
+    load_request(path, display)      {"op": "load", "path", "display"}: answered twice, {"started"}
+                                     before the student's file runs (checked_started), then the load
     call_request(name, args, kwargs) {"op": "call", "name", "args", "kwargs"}
     module_request(name, init, params, x, device, dtype)
                                      {"op": "module", "name", "init", "params", "input", "device", "dtype"}
@@ -138,6 +139,16 @@ def checked_error(err):
 def _disk_full(err):
     return err["type"] in ("OSError", "IOError") and ("No space left on device" in err["message"]
                                                       or "[Errno 28]" in err["message"])
+
+
+def checked_started(reply, spawned, now):
+    """The child's first answer to "load": {"started": t}, the monotonic time (the host's clock: the
+    child has no time namespace) when its runner began loading the student's file, sent before any
+    student code runs. A time outside [spawned, now] is a BadReply."""
+    started = reply.get("started") if isinstance(reply, dict) else None
+    if type(started) is not float or not spawned <= started <= now:
+        raise BadReply(_("malformed reply to loading the file"))
+    return started
 
 
 def checked_load_reply(reply):

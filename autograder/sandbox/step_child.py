@@ -33,7 +33,7 @@ class StepChild:
     load_reply: dict = None
     load_problem: StudentProblem = None
     restarts: int = 0
-    pending_load: tuple = None           # (what, deadline, seconds) of a load sent, not yet answered
+    pending_load: tuple = None           # (what, spawned, seconds) of a load sent, not yet answered
     distrusted: bool = False             # a reply of this child failed its checks: never ask it again
     outputs: list = field(default_factory=list)
 
@@ -81,10 +81,11 @@ class StepChild:
         """A fresh child with the load request on its way."""
         what = _("{file} (loading it)", file=self.display)
         seconds = self._seconds(what)
+        spawned = time.monotonic()
         self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
-        self.pending_load = (what, time.monotonic() + seconds, seconds)
+        self.pending_load = (what, spawned, seconds)
         self.child.send(protocol.load_request(self.child.student_copy, self.display),
-                        what, self.pending_load[1], seconds)
+                        what, spawned + seconds, seconds)
 
     def _ensure_child(self):
         if self.load_problem is not None:
@@ -105,9 +106,15 @@ class StepChild:
         try:
             if self.child is None:
                 self._spawn()
-            what, deadline, seconds = self.pending_load
+            what, spawned, seconds = self.pending_load
             self.pending_load = None
-            self.load_reply = protocol.checked_load_reply(self.child.receive(what, deadline, seconds))
+            # the load's time limit counts from when the child began running the student's file:
+            # starting the child is the kit's work, bounded by the submission's budget only, so a
+            # busy machine never turns an honest load into a time-out
+            start_by = spawned + max(self.budget.left(), seconds)
+            started = protocol.checked_started(self.child.receive(what, start_by, seconds),
+                                               spawned, time.monotonic())
+            self.load_reply = protocol.checked_load_reply(self.child.receive(what, started + seconds, seconds))
         except StudentProblem as problem:
             self.load_problem = problem
             self.pending_load = None
