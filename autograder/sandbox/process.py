@@ -22,6 +22,7 @@ from autograder.child import wire
 from autograder.i18n import _
 
 CHILD_DIR = Path(__file__).resolve().parents[1] / "child"
+EXIT_WAIT = 10      # seconds
 
 
 def child_env(scratch, plan):
@@ -179,7 +180,9 @@ class Child:
             raise StudentTimedOut(what, seconds) from None
         except (EOFError, BrokenPipeError):
             try:  # the child is exiting: let it finish, so its own exit code is what we report
-                self.proc.wait(timeout=2)
+                # (EXIT_WAIT is far above an exit's few milliseconds on a busy machine; a child that
+                # closed its pipe and lives on costs only that long before it is killed)
+                self.proc.wait(timeout=EXIT_WAIT)
             except subprocess.TimeoutExpired:
                 pass
             over_memory = isolation.memory_exceeded(self.plan)   # the kernel killed it at the cgroup's limit
