@@ -244,3 +244,17 @@ def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_st
         assert "(loading it) timed out after 0.2 s" in str(info.value.student_message())
     finally:
         s.close()
+
+
+def test_an_error_reply_to_loading_says_its_error_not_just_malformed():
+    """A well-formed {"ok": false, "error"} answer to "load" (the runner failed around the file) is
+    refused like any bad reply, but with its own words, so that the cause can be found."""
+    from autograder.i18n import render
+    from autograder.sandbox.problems import BadReply
+    with pytest.raises(BadReply) as info:
+        protocol.checked_load_reply({"ok": False, "error": {"type": "UnsendableResult", "message": "x" * 5000}})
+    text = render(info.value.args[0], "en")
+    assert "UnsendableResult: xxx" in text and len(text) < 500
+    with pytest.raises(BadReply) as info:
+        protocol.checked_load_reply({"ok": True})
+    assert render(info.value.args[0], "en") == "malformed reply to loading the file"

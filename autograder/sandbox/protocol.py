@@ -155,6 +155,12 @@ def checked_load_reply(reply):
     """The reply to "load", checked field by field: {"ok": True, "defined": [str], "cell_errors": [error]}.
     Anything else is a BadReply (only a tampered child sends one)."""
     defined, errors = reply.get("defined"), reply.get("cell_errors", [])
+    if reply.get("ok") is False and isinstance(reply.get("error"), dict):
+        # a well-formed error reply: the runner failed around the student's file (or a tampered child
+        # says so); its own words, bounded, say which, instead of a bare "malformed"
+        err = checked_error(reply["error"])
+        raise BadReply(_("the child could not load the file ({error})",
+                         error=f"{err['type'][:100]}: {err['message'][:300]}"))
     if reply.get("ok") is not True or not isinstance(defined, list) or not isinstance(errors, list):
         raise BadReply(_("malformed reply to loading the file"))
     if not all(isinstance(n, str) for n in defined) or not all(isinstance(e, dict) for e in errors):
