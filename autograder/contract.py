@@ -11,7 +11,7 @@ ATTENTION_KIT_ASSIGNMENTS (os.pathsep-separated), read when this module loads.
 """
 import importlib.util
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.i18n import N_, translate
@@ -221,7 +221,7 @@ class Assignment:
     steps: tuple                     # of Step, in order
     suites: Path = KIT_ROOT / "autograder" / "suites"
     stubs: Path = None               # default: <kit>/assignments/<name>
-    catalogue: tuple = field(default=(), compare=False)   # extra Misconception entries (reference/misconceptions)
+    home: Path = None                # a folder of its own outside the kit (packed into the Gradescope zip), or None
 
     @property
     def stub_folder(self):
