@@ -222,6 +222,10 @@ class Assignment:
     suites: Path = KIT_ROOT / "autograder" / "suites"
     stubs: Path = None               # default: <kit>/assignments/<name>
     home: Path = None                # a folder of its own outside the kit (packed into the Gradescope zip), or None
+    # the package of its known mistakes applied to its references, one module per step named for the
+    # stem without its number (01_masks -> masks.py), each with the audit's probes(rng, dtype, scale);
+    # None: the first assignment's, in reference/variants.py and reference/equivalence.py
+    variants: str = None
 
     @property
     def stub_folder(self):
@@ -297,7 +301,7 @@ def assignment_of_report(stems):
 
 
 register(Assignment(DEFAULT_ASSIGNMENT, STEPS))
-register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION))
+register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION, variants="autograder.reference.modern"))
 
 
 def assignments_of(stems):
