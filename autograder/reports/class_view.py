@@ -580,7 +580,8 @@ def _similarity_section(sim, codes):
     verdict = _e(_("Similarity is a reason to look, never a verdict: short or forced code, a shared tutorial or "
                    "working together as allowed make code alike. Read the code side by side before concluding "
                    "anything."))
-    how = _e(_("Compared: each student's own code (the step files; in notebooks only the cells students write), "
+    how = _e(_("Compared: the code each student was graded on (the step files the grader took; of a notebook the "
+               "cells the grader runs), "
                "with variable and function names, comments and strings ignored, without the stub's code and "
                "without the code more than {cap} students share at a step (the class's common code). The closest "
                "pairs are listed, most alike first, with the share of their distinctive code that the other also "
