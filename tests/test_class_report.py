@@ -250,6 +250,29 @@ def test_forced_code_flags_nobody_and_a_disguised_copy_is_found():
     assert found["pairs"][0]["flagged_overall"]
 
 
+def test_a_class_of_near_copies_shows_its_pairs_ranked():
+    """Issue 26: nine students, near-copies of two bases (one-line changes, and per base one copy
+    renamed and reordered): no threshold can be told (the median student has a near-copy), so
+    nothing "stands out", but every pair within a base is listed, most alike first, above every
+    pair across the bases, and the class is said to write alike."""
+    codes = {}
+    for base, n in (("a", 5), ("b", 4)):
+        original = {stem: class_maker.code_for(stem, "correct", base, f"{base}-style") for stem in STEMS}
+        codes[f"{base}0"] = original
+        for i in range(1, n - 1):
+            codes[f"{base}{i}"] = {stem: code + f"\nEXTRA_{i} = {i}  # changed\n" for stem, code in original.items()}
+        codes[f"{base}{n - 1}"] = {stem: class_maker.code_for(stem, "correct", base, f"{base}-disguised")
+                                   for stem in STEMS}
+    found = similarity.analyse(codes, jobs=1)
+    within = {tuple(sorted((a, b))) for a in codes for b in codes if a < b and a[0] == b[0]}
+    assert len(within) == 16
+    ranked = [tuple(sorted((p["a"], p["b"]))) for p in found["pairs"]]
+    assert set(ranked[:16]) == within, ranked
+    assert all(p["overall"] >= 0.9 for p in found["pairs"][:16])
+    assert found["class_writes_alike"] and found["overall_threshold"] is None
+    assert not stands_out(found["pairs"])
+
+
 def test_own_code_of_a_notebook_is_what_the_grader_runs():
     stub = (class_maker.STUBS / "04_softmax.ipynb").read_bytes()
     filled = class_maker.notebook_with("04_softmax", "def softmax(x, axis=-1):\n    return x  # mine\n")

@@ -251,14 +251,15 @@ def _ranges(sl):
 def threshold(nearest):
     """The flagging threshold for one step (or overall) from the class's nearest-neighbour
     similarities: their median plus MAD_FACTOR robust standard deviations (1.4826 MAD), never
-    below FLOOR; None (nothing flagged) when that reaches 1: where most of the class writes
-    alike, alike is no sign of copying."""
+    below FLOOR; None (nothing stands out) when that reaches 1 or when the median itself is at
+    FLOOR or above (most students have a near-copy): where most of the class writes alike, no
+    threshold tells one pair from the others, and the ranking is the list to read."""
     if not nearest:
         return None
     med = statistics.median(nearest)
     mad = statistics.median(abs(v - med) for v in nearest)
     limit = max(FLOOR, med + MAD_FACTOR * 1.4826 * mad)
-    return limit if limit < 1 else None
+    return limit if limit < 1 and med < FLOOR else None
 
 
 def _spread(values):
