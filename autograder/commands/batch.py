@@ -535,6 +535,11 @@ def split_by_assignment(results_by_student):
     return {a: {s: r for s, r in results_by_student.items() if known[s] in (a, None)} for a in present}
 
 
+def gradebook_paths(path, outcomes):
+    """The gradebooks grade_all wrote for its `outcomes` ({student: (outcome, results)})."""
+    return list(csv_paths(path, list(split_by_assignment({s: r for s, (_o, r) in outcomes.items()}))).values())
+
+
 def csv_paths(path, assignments):
     """{assignment: its gradebook's path}: `path` itself for a class of one assignment; for a class
     that mixes assignments, one file per assignment beside it, `<stem>.<assignment><suffix>`."""

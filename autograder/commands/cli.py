@@ -208,7 +208,8 @@ def grade_all(args):
     outcomes = batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
     print(progress.summary(), file=sys.stderr)
     print(f"results in {for_terminal(args.results_dir)}/<student>/results.json"
-          + (f"; gradebook {for_terminal(args.csv)}" if args.csv else ""))
+          + (f"; gradebook {', '.join(for_terminal(str(p)) for p in batch.gradebook_paths(args.csv, outcomes))}"
+             if args.csv else ""))
     if args.report:
         # built here, by the client, from the results it stored (also when a Dask cluster graded them)
         keys = [r["extra_data"]["batch"]["results"] for _outcome, r in outcomes.values()]
