@@ -425,7 +425,9 @@ def test_the_page_renders_in_headless_chromium(klass, tmp_path, lang):
     assert len(rows_of(text)) == len(klass["plan"]) + 2
     svgs = re.findall(r"<svg.*?</svg>", text, re.S)
     assert len(svgs) == 2 and all(s.count("<path") > 10 for s in svgs)
-    assert text.count("<details") == 2 and 'id="heatmap"' in text
+    listed = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))["similarity"]["pairs"]
+    assert text.count("<details") == len(listed) > 2 and text.count('data-stands-out="yes"') == 2
+    assert 'id="heatmap"' in text
     assert ('lang="zh-CN"' in text) == (lang == "zh")
     # drawn: the plots' bar colours fill pixels of the screenshot
     sys.path.insert(0, str(ROOT / "tests"))
