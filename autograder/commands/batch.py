@@ -242,8 +242,10 @@ def grading_files():
     import ast
     here = KIT_ROOT / "autograder"
     todo = [here / m for m in GRADING_ROOTS] + sorted((here / "suites").glob("*.py"))
-    for assignment in contract.REGISTRY.values():     # a registered assignment's own suites (and helpers)
+    for assignment in contract.REGISTRY.values():     # a registered assignment's own suites, and its folder
         todo += sorted(Path(assignment.suites).glob("*.py"))
+        if assignment.home is not None:                # (its reference beside them)
+            todo += sorted(p for p in Path(assignment.home).rglob("*.py") if "__pycache__" not in p.parts)
     seen = set()
     while todo:
         path = todo.pop()
