@@ -289,7 +289,8 @@ def grader_fingerprint(limits):
     if _grader_hash is None:
         h = hashlib.sha256(__version__.encode())
         for path in grading_files():
-            h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
+            name = path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path   # a registered folder elsewhere
+            h.update(str(name).encode() + b"\0" + path.read_bytes())
         _grader_hash = h.hexdigest()
     return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
 
