@@ -1,12 +1,25 @@
-"""The student contract: which file defines what, shared by the grader, the release and the tests.
+"""The student contract and the registry of assignments: which file defines what, shared by the
+grader, the release, the reports and the tests.
 
 Names, signatures and shapes are fixed here once; everything else reads them from this table.
+The assignments are data (`REGISTRY`: an `Assignment` each, its steps and the folders of its
+suites and released stubs); no module outside this one names an assignment or iterates "the
+steps" without saying whose (tests/test_contract.py fails on such a use). Another assignment is
+registered with `register(Assignment(...))` in-process, or for every process of a run (batch
+workers, `python -m autograder` children) by naming its Python file in the environment variable
+ATTENTION_KIT_ASSIGNMENTS (os.pathsep-separated), read when this module loads.
 """
+import importlib.util
+import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from autograder.i18n import N_, translate
 
-ASSIGNMENT = "self_attention"
+KIT_ROOT = Path(__file__).resolve().parents[1]
+# An empty submission (no step file of any assignment) is graded as this one, every step missing.
+DEFAULT_ASSIGNMENT = "self_attention"
+ASSIGNMENT = DEFAULT_ASSIGNMENT      # the old name, for modules that still special-case it (see test_contract)
 
 
 @dataclass(frozen=True)
@@ -198,14 +211,97 @@ STEPS_OF_MODERN_ATTENTION = (
                  "NaN"),)),
 )
 
-# Every assignment the kit releases, by folder name (source/<name>/ -> assignments/<name>/).
-ASSIGNMENTS = {ASSIGNMENT: STEPS, "modern_attention": STEPS_OF_MODERN_ATTENTION}
 
-# A submission says which assignment it is by its files: every step stem is one assignment's.
-ALL_STEPS = tuple(step for steps in ASSIGNMENTS.values() for step in steps)
-ASSIGNMENT_OF = {step.stem: name for name, steps in ASSIGNMENTS.items() for step in steps}
-assert len(ASSIGNMENT_OF) == len(ALL_STEPS), "a step stem is used by two assignments"
-STEP_BY_STEM = {s.stem: s for s in ALL_STEPS}
+# ================================================================== the registry
+@dataclass(frozen=True)
+class Assignment:
+    """One assignment as the grader and the reports see it: its steps, where its hidden suites lie
+    (`suites/step<stem>.py`) and where its released stubs lie (what similarity discounts)."""
+    name: str
+    steps: tuple                     # of Step, in order
+    suites: Path = KIT_ROOT / "autograder" / "suites"
+    stubs: Path = None               # default: <kit>/assignments/<name>
+    home: Path = None                # a folder of its own outside the kit (packed into the Gradescope zip), or None
+    # the package of its known mistakes applied to its references, one module per step named for the
+    # stem without its number (01_masks -> masks.py), each with the audit's probes(rng, dtype, scale);
+    # None: the first assignment's, in reference/variants.py and reference/equivalence.py
+    variants: str = None
+
+    @property
+    def stub_folder(self):
+        return Path(self.stubs) if self.stubs is not None else KIT_ROOT / "assignments" / self.name
+
+    @property
+    def max_score(self):
+        return sum(s.points for s in self.steps)
+
+    @property
+    def stems(self):
+        return [s.stem for s in self.steps]
+
+
+# Every assignment, by folder name (source/<name>/ -> assignments/<name>/), in order.
+REGISTRY = {}
+ASSIGNMENTS = {}            # name -> its steps (REGISTRY's, kept in step)
+ALL_STEPS = ()
+ASSIGNMENT_OF = {}          # step stem -> assignment name: a submission says which assignment it is by its files
+STEP_BY_STEM = {}
+
+
+def register(assignment):
+    """Add an assignment (an `Assignment`) to the registry; a step stem of two assignments is refused."""
+    clash = [s.stem for s in assignment.steps if ASSIGNMENT_OF.get(s.stem, assignment.name) != assignment.name]
+    if clash:
+        raise ValueError(f"assignment {assignment.name}: step stem(s) {', '.join(clash)} belong to another assignment")
+    REGISTRY[assignment.name] = assignment
+    _reindex()
+    return assignment
+
+
+def unregister(name):
+    """Remove an assignment (a test's, when it is done)."""
+    REGISTRY.pop(name, None)
+    _reindex()
+
+
+def _reindex():
+    global ALL_STEPS
+    ASSIGNMENTS.clear()
+    ASSIGNMENTS.update({name: a.steps for name, a in REGISTRY.items()})
+    ALL_STEPS = tuple(step for steps in ASSIGNMENTS.values() for step in steps)
+    ASSIGNMENT_OF.clear()
+    ASSIGNMENT_OF.update({step.stem: name for name, steps in ASSIGNMENTS.items() for step in steps})
+    STEP_BY_STEM.clear()
+    STEP_BY_STEM.update({s.stem: s for s in ALL_STEPS})
+
+
+def assignment_of_step(stem):
+    """The Assignment a step stem belongs to, or None."""
+    name = ASSIGNMENT_OF.get(stem)
+    return None if name is None else REGISTRY[name]
+
+
+def suite_file(step):
+    """The hidden suite of a Step: <its assignment's suites folder>/step<stem>.py."""
+    return Path(assignment_of_step(step.stem).suites) / f"step{step.stem}.py"
+
+
+def step_of_file(name):
+    """The Step (of any assignment) a submitted file name is for ("04_softmax.ipynb"), or None."""
+    step = STEP_BY_STEM.get(os.path.splitext(name)[0])
+    return step if step is not None and name in step.files else None
+
+
+def assignment_of_report(stems):
+    """The assignment of a graded report from its steps' stems (the first stem's), or None."""
+    for stem in stems:
+        if stem in ASSIGNMENT_OF:
+            return ASSIGNMENT_OF[stem]
+    return None
+
+
+register(Assignment(DEFAULT_ASSIGNMENT, STEPS))
+register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION, variants="autograder.reference.modern"))
 
 
 def assignments_of(stems):
@@ -253,3 +349,27 @@ def readme_table(assignment=ASSIGNMENT):
     for step in ASSIGNMENTS[assignment]:
         lines.append(f"| `{step.stem}` | {step.framework} | " + "<br>".join(_item(i) for i in step.api) + " |")
     return f"{begin}\n" + "\n".join(lines) + f"\n{end}"
+
+
+# ------------------------------------------------------------------ assignments named by the environment
+ENV_VAR = "ATTENTION_KIT_ASSIGNMENTS"
+
+
+def load_file(path):
+    """Run an assignment's Python file (the instructor's, trusted like the kit) that registers it.
+    Its module is named for its path, so loading it twice registers it once."""
+    path = Path(path).resolve()
+    import hashlib
+    import sys
+    name = "attention_kit_assignment_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+for _path in filter(None, os.environ.get(ENV_VAR, "").split(os.pathsep)):
+    load_file(_path)

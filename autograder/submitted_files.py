@@ -9,7 +9,17 @@ and walks iteratively with caps on depth, entries and bytes. What it refuses it 
 student's terms, per file; the rest of the submission is graded as usual.
 
     found = find(folder)      # Found: .files {stem: StepFile}, .refused {stem: message}, .notes [message]
+    found = choose(files)     # the same choice among {relative path: bytes} already read (a zip's members)
+    graded_code(step_file)    # the code the grader runs from a step file: what similarity compares
+
+The one intake (issue 25): the grader, the batch workers, the class view's similarity and the
+GitHub annotations all take a submission's step files from `find` or `choose` (one rule for which
+file is a step's, the shallowest, a notebook before a .py at the same depth, never in one of
+SKIPPED_FOLDERS, never deeper than MAX_DEPTH) and read a notebook's code through `graded_code`
+(the cells the child runs, child/runner.py's rule; tests/test_assignment_matrix.py holds the two
+rules to agree).
 """
+import json
 import errno
 import os
 import stat
@@ -24,7 +34,6 @@ MAX_SUBMISSION_BYTES = 32 << 20   # all of one submission's step files
 MAX_DEPTH = 16                    # folders below the submission's root that are searched
 MAX_ENTRIES = 20_000              # names looked at in one submission
 SKIPPED_FOLDERS = {".ipynb_checkpoints", "__pycache__", ".git", "__MACOSX"}   # never a student's answer
-STEP_FILE_NAMES = {name: step for step in contract.ALL_STEPS for name in step.files}   # of every assignment
 
 
 class Unreadable(Exception):
@@ -156,7 +165,7 @@ def find(submission):
                     elif entries <= MAX_ENTRIES:
                         queue.append(relative + "/")
                     continue
-                step = STEP_FILE_NAMES.get(name)
+                step = contract.step_of_file(name)        # of any registered assignment
                 if step is None:
                     continue
                 rank = (depth, not name.endswith(".ipynb"), relative)
@@ -196,3 +205,72 @@ def _take(found, step, relative, path, dir_fd):
         found.files[step.stem] = StepFile(relative, read_regular(path, relative, dir_fd=dir_fd))
     except Unreadable as exc:
         found.refused[step.stem] = exc.args[0]          # its message, unrendered (autograder/i18n.py)
+
+
+def skipped_path(relative):
+    """Why `find` would never reach this path: a hidden or skipped folder on the way, or too deep."""
+    parts = relative.split("/")
+    folders = parts[:-1]
+    return len(folders) > MAX_DEPTH or any(p in SKIPPED_FOLDERS or p in ("", ".", "..") for p in folders)
+
+
+def choose(files, refused=None, notes=()):
+    """A Found from {relative posix path: bytes} already read as data (a zip's members): the step
+    files `find` would take from the same tree (shallowest, a notebook before a .py, never in a
+    SKIPPED_FOLDERS folder, never deeper than MAX_DEPTH)."""
+    found = Found(refused=dict(refused or {}), notes=list(notes))
+    best = {}
+    for relative in files:
+        name = relative.rsplit("/", 1)[-1]
+        step = contract.step_of_file(name)
+        if step is None or skipped_path(relative):
+            continue
+        rank = (relative.count("/"), not name.endswith(".ipynb"), relative)
+        if step.stem not in best or rank < best[step.stem]:
+            best[step.stem] = rank
+    for stem, (_depth, _nb, relative) in best.items():
+        found.files[stem] = StepFile(relative, files[relative])
+        found.refused.pop(stem, None)
+    return found
+
+
+# ------------------------------------------------------------------ the code the grader runs
+def is_test_cell(cell):
+    """A notebook cell the grader does not run: nbgrader's test cells (graded, not a solution),
+    visible tests and demos. child/runner.py's _is_test_cell, which the child cannot import."""
+    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+    if not isinstance(meta, dict):
+        meta = {}
+    grade_id = str(meta.get("grade_id", ""))
+    if meta.get("grade") and not meta.get("solution"):
+        return True
+    return grade_id.endswith("_tests") or grade_id.endswith("_demo")
+
+
+def _cell_source(cell):
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    lines = [ln for ln in str(src).split("\n") if not ln.lstrip().startswith(("%", "!", "?"))]
+    return "\n".join(lines).strip("\n")
+
+
+def notebook_code(data, every_cell=False):
+    """The code of the cells the grader runs from a notebook (bytes or text), joined; "" when it
+    is no notebook. `every_cell`: the test cells too (a released stub's code, all of it given)."""
+    try:
+        nb = json.loads(data)
+        cells = nb.get("cells", []) if isinstance(nb, dict) else []
+    except (ValueError, TypeError, RecursionError):
+        return ""
+    parts = [_cell_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"
+             and (every_cell or not is_test_cell(c))]
+    return "\n\n".join(p for p in parts if p.strip())
+
+
+def graded_code(step_file):
+    """The code the grader runs from a StepFile: a notebook's non-test cells, a .py file whole."""
+    if step_file.suffix == ".ipynb":
+        return notebook_code(step_file.data)
+    data = step_file.data
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)

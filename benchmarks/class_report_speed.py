@@ -124,15 +124,17 @@ def main(argv):
             print(proc.stdout + proc.stderr)
             return 1
         timings = json.loads(proc.stdout.strip().splitlines()[-1])
-        report = json.loads((out / "class.json").read_text(encoding="utf-8"))
-        flagged = {(p["results_a"], p["results_b"]) for p in report["similarity"]["pairs"]}
-        page = (out / "class.html").stat().st_size
+        from autograder.reports import class_view
+        report = json.loads(class_view.numbers_path(out).read_text(encoding="utf-8"))
+        flagged = {(p["results_a"], p["results_b"]) for p in report["similarity"]["pairs"]
+                   if p["flagged_steps"] or p["flagged_overall"]}      # the ranking lists the closest others too
+        page = class_view.page_path(out).stat().st_size
         pages = sum(p.stat().st_size for p in out.glob("*/feedback.html"))
         print(f"class-report of {n} students (a fresh process, 2 similarity processes on this machine's cores):")
         for k in ("numbers", "similarity", "feedback_pages", "page", "total", "with imports"):
             print(f"  {k:<16} {timings[k]:6.1f} s")
         print(f"  wall (process)   {wall:6.1f} s")
-        print(f"page {page / 1024:.0f} KiB; class.json {(out / 'class.json').stat().st_size / 1024:.0f} KiB; "
+        print(f"page {page / 1024:.0f} KiB; _class.json {class_view.numbers_path(out).stat().st_size / 1024:.0f} KiB; "
               f"{n} feedback pages {pages / 2**20:.1f} MiB")
         print(f"flagged pairs: {len(flagged)}; planted: {len(planted)}; exactly the planted: {flagged == planted}")
         extra = sorted(flagged - planted)[:10]

@@ -333,3 +333,35 @@ def main(argv):
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+# ------------------------------------------------------------------ the class view's own names (issue 25)
+def test_report_files_never_take_a_students_name_and_case_twins_are_listed_once(tmp_path):
+    """Students named like the class view's files (class.json, class.html, _class.json) and a case
+    twin who arrives on a second run: the batch and the class view finish, every student has their
+    results folder, the class files sit under names no results folder can take, and class-report
+    (reading every folder, the first run's left over) lists each student once."""
+    from autograder.reports import class_view
+    root, out = tmp_path / "class", tmp_path / "out"
+    names = ["class.json", "class.html", "_class.json", "_class.html", "Alice"]
+    for name in names:
+        write_steps(root / name, ["03_scaling"])
+    run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", "--report", str(out / "class.html"), *LIMITS)
+    write_steps(root / "alice", ["03_scaling"])         # Alice's case twin comes: both names get a hash now
+    for _ in range(2):
+        run("grade-all", str(root), "--results-dir", str(out), "--jobs", "1", "--report", str(out / "class.html"),
+            *LIMITS)
+    keys = {batch.results_path(out, s.key).parent.name: s.student for s in batch.discover(root)}
+    assert sorted(keys.values()) == sorted(names + ["alice"])
+    for key in keys:
+        assert (out / key / "results.json").is_file()
+    assert (out / "Alice" / "results.json").is_file()      # the first run's folder, left behind
+    page, numbers = class_view.page_path(out, out / "class.html"), class_view.numbers_path(out)
+    assert page.name == "_class.html" and numbers.name == "_class.json" and page.is_file() and numbers.is_file()
+    assert not set(keys) & {page.name, numbers.name}
+    run("class-report", str(out))                          # every folder of OUT, the stale one too
+    data = json.loads(numbers.read_text(encoding="utf-8"))
+    listed = [s["student"] for s in data["students"]]
+    assert sorted(listed) == sorted(names + ["alice"]), listed
+    assert {s["results"] for s in data["students"] if s["student"] == "Alice"} == {
+        batch.safe_name("Alice", hashed=True)}

@@ -13,7 +13,6 @@ from html.parser import HTMLParser
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import class_maker  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
+from autograder import submitted_files  # noqa: E402
 from autograder.reports import class_view as class_report, similarity  # noqa: E402
 
 LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]   # far above honest calls on a busy machine
@@ -52,11 +52,11 @@ def klass(tmp_path_factory):
     plan += extra
     (root / "linked").symlink_to(root / "correct00")
     (root / "notes.txt").write_text("not a submission")
-    page = out / "class.html"
+    page = out / "class.html"      # asked for beside the results folders: written as _class.html
     proc = run("grade-all", str(root), "--results-dir", str(out), "--csv", str(tmp / "grades.csv"), "--jobs", "2",
                "--report", str(page), *LIMITS)
     chinese = run("class-report", str(out), "--lang", "zh", "--report", str(tmp / "class-zh.html"))
-    return {"root": root, "out": out, "csv": tmp / "grades.csv", "page": page, "zh": tmp / "class-zh.html",
+    return {"root": root, "out": out, "csv": tmp / "grades.csv", "page": class_report.page_path(out, page), "zh": tmp / "class-zh.html",
             "plan": plan, "log": proc.stdout + proc.stderr, "zh_log": chinese.stdout, "tmp": tmp,
             }
 
@@ -112,7 +112,7 @@ def test_the_page_matches_the_gradebook_and_the_results(klass):
 
 
 def test_class_json_counts_what_the_results_say(klass):
-    data = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
+    data = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
     res = {k: v for k, v in results(klass["out"]).items() if not v["extra_data"].get("error")}
     assert data["graded"] == len(res) and data["not_graded"] == 2
     # per misconception and step: the students whose results name it there
@@ -148,7 +148,7 @@ def test_class_json_counts_what_the_results_say(klass):
 def test_the_planted_mistakes_are_where_they_were_planted(klass):
     """The class's common mistakes at a glance: each planted mistake, at its step, for exactly the
     students who made it; slow code is correct-but-slow, the shortcut a forbidden API."""
-    data = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
+    data = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
     want, slow, forbidden = {}, {}, {}
     for name, kinds, *_ in klass["plan"]:
         for stem, kind in kinds.items():
@@ -183,16 +183,26 @@ def similarity_key(name):
     return safe_text.file_name(name)
 
 
+def stands_out(pairs):
+    return [p for p in pairs if p["flagged_steps"] or p["flagged_overall"]]
+
+
 def test_exactly_the_copied_pairs_are_flagged(klass):
-    data = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
-    flagged = {tuple(sorted((p["results_a"], p["results_b"]))) for p in data["similarity"]["pairs"]}
+    data = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
+    pairs = data["similarity"]["pairs"]
+    flagged = {tuple(sorted((p["results_a"], p["results_b"]))) for p in stands_out(pairs)}
     assert flagged == copied_pairs(klass["plan"]) and len(flagged) == 2
-    for p in data["similarity"]["pairs"]:
+    # ranked: the copies first, then the closest of the others (at most TOP_PAIRS listed), each once
+    assert {tuple(sorted((p["results_a"], p["results_b"]))) for p in pairs[:2]} == flagged
+    assert [p["rank"] for p in pairs] == list(range(1, len(pairs) + 1)) and len(pairs) <= similarity.TOP_PAIRS
+    assert [p["overall"] for p in pairs] == sorted((p["overall"] for p in pairs), reverse=True)
+    for p in stands_out(pairs):
         assert p["flagged_overall"] and p["overall"] > 0.9
         # the side-by-side view: matching lines on both sides of every step shown
         assert all(v["lines_a"] and v["lines_b"] for v in p["steps"].values())
     text = klass["page"].read_text(encoding="utf-8")
-    assert text.count("<details class=\"pair\"") == 2 and 'class="hit"' in text
+    assert text.count('data-stands-out="yes"') == 2 and 'class="hit"' in text
+    assert text.count("<details class=\"pair\"") == len(pairs)
     assert "Similarity is a reason to look, never a verdict" in text
     # the copier renamed and reordered: their code is not the original's text
     plan = {name: copy for name, *_, copy in klass["plan"]}
@@ -210,9 +220,13 @@ def test_grade_all_stores_only_the_students_own_code(klass):
                 assert "raise NotImplementedError" in code[stem] and "Hidden tests" not in code[stem]
                 continue
             written = class_maker.code_for(stem, kind, seed, style)
-            if notebook:             # visible tests, demos, the given imports and the prose are not theirs
-                assert code[stem].startswith(written.strip()), (name, stem)
-                assert code[stem][len(written.strip()):].replace("# see above", "").strip() == ""
+            if notebook:             # visible tests, demos and the prose are not compared; the given cells
+                # are, as the grader runs them (the stub's code, which similarity discounts)
+                assert written.strip() in code[stem], (name, stem)
+                given = submitted_files.notebook_code((class_maker.STUBS / f"{stem}.ipynb").read_bytes())
+                rest = code[stem].replace(written.strip(), "").replace("# see above", "")
+                assert all(line.strip() in given for line in rest.splitlines()), (name, stem)
+                assert "Hidden tests" not in code[stem] and "assert " not in rest
             else:
                 assert code[stem] == written, (name, stem)
 
@@ -228,20 +242,54 @@ def test_forced_code_flags_nobody_and_a_disguised_copy_is_found():
     codes["copy"] = {stem: class_maker.code_for(stem, "correct", "i7", "another-style") for stem in STEMS}
     codes["copy"]["03_scaling"] = codes["s07"]["03_scaling"]
     found = similarity.analyse(codes, jobs=1)
-    assert [(p["a"], p["b"]) for p in found["pairs"]] == [("copy", "s07")]
+    assert [(p["a"], p["b"]) for p in stands_out(found["pairs"])] == [("copy", "s07")]
+    assert (found["pairs"][0]["a"], found["pairs"][0]["b"]) == ("copy", "s07")
     assert found["steps"]["03_scaling"]["flagged_pairs"] == 0
     assert found["pairs"][0]["flagged_overall"]
 
 
-def test_own_code_of_a_notebook_is_its_solution_cells():
+def test_a_class_of_near_copies_shows_its_pairs_ranked():
+    """Issue 26: nine students, near-copies of two bases (one-line changes, and per base one copy
+    renamed and reordered): no threshold can be told (the median student has a near-copy), so
+    nothing "stands out", but every pair within a base is listed, most alike first, above every
+    pair across the bases, and the class is said to write alike."""
+    codes = {}
+    for base, n in (("a", 5), ("b", 4)):
+        original = {stem: class_maker.code_for(stem, "correct", base, f"{base}-style") for stem in STEMS}
+        codes[f"{base}0"] = original
+        for i in range(1, n - 1):
+            codes[f"{base}{i}"] = {stem: code + f"\nEXTRA_{i} = {i}  # changed\n" for stem, code in original.items()}
+        codes[f"{base}{n - 1}"] = {stem: class_maker.code_for(stem, "correct", base, f"{base}-disguised")
+                                   for stem in STEMS}
+    found = similarity.analyse(codes, jobs=1)
+    within = {tuple(sorted((a, b))) for a in codes for b in codes if a < b and a[0] == b[0]}
+    assert len(within) == 16
+    ranked = [tuple(sorted((p["a"], p["b"]))) for p in found["pairs"]]
+    assert set(ranked[:16]) == within, ranked
+    assert all(p["overall"] >= 0.9 for p in found["pairs"][:16])
+    assert found["class_writes_alike"] and found["overall_threshold"] is None
+    assert not stands_out(found["pairs"])
+
+
+def test_own_code_of_a_notebook_is_what_the_grader_runs():
     stub = (class_maker.STUBS / "04_softmax.ipynb").read_bytes()
     filled = class_maker.notebook_with("04_softmax", "def softmax(x, axis=-1):\n    return x  # mine\n")
     code = similarity.own_code({"work/04_softmax.ipynb": filled.encode(), "04_softmax.py": b"print(1)\n",
                                 "deep/er/04_softmax.py": b"x = 2\n"})
     assert code["04_softmax"]["file"] == "04_softmax.py"          # the shallowest file, as the grader takes it
     code = similarity.own_code({"work/04_softmax.ipynb": filled.encode()})["04_softmax"]["code"]
-    assert code.startswith("def softmax(x, axis=-1):\n    return x  # mine")
-    assert "assert" not in code and "import numpy" not in code     # tests and the given imports cell
+    assert "def softmax(x, axis=-1):\n    return x  # mine" in code
+    assert "assert" not in code                                    # tests and demos: never run, never compared
+    assert "import numpy" in code                                  # the given imports cell runs: compared (the
+    # stub's code, discounted as boilerplate)
+    # a cell the student marks as given (locked, not a solution) still runs, so it is still compared
+    nb = json.loads(filled)
+    decoy = {"cell_type": "code", "metadata": {"nbgrader": {"locked": True, "solution": False, "grade": False,
+                                                            "grade_id": "imports"}},
+             "source": "def softmax(x, axis=-1):\n    return hidden(x)\n", "outputs": [], "execution_count": None}
+    nb["cells"].append(decoy)
+    code = similarity.own_code({"04_softmax.ipynb": json.dumps(nb).encode()})["04_softmax"]["code"]
+    assert "return hidden(x)" in code
     assert "NotImplementedError" in similarity.notebook_code(stub)
     assert similarity.notebook_code(b"{not json") == "" and similarity.notebook_code(b"[1, 2]") == ""
 
@@ -303,7 +351,7 @@ def test_the_chinese_page(klass):
         assert label in text, label
     for english in ("Common mistakes", "never a verdict", "at full marks", ">Students<"):
         assert english not in text, english
-    zh = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
+    zh = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
     assert zh["language"] == "zh"
     # every message from the results too, written now from graded.json (grade-all wrote English)
     typical = [c["representative"] for c in zh["checks"] if c["representative"]]
@@ -318,10 +366,10 @@ def test_the_chinese_page(klass):
 
 def test_class_report_rebuilds_the_same_view_without_grading(klass, tmp_path):
     before = {p: p.stat().st_mtime_ns for p in klass["out"].glob("*/results.json")}
-    first = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
+    first = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
     page = tmp_path / "again.html"
     run("class-report", str(klass["out"]), "--report", str(page))
-    again = json.loads((klass["out"] / "class.json").read_text(encoding="utf-8"))
+    again = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))
     assert (first["language"], again["language"]) == ("zh", "en")
     for data in (first, again):      # the same numbers; titles and messages in each one's language
         data.pop("language")
@@ -334,16 +382,16 @@ def test_class_report_rebuilds_the_same_view_without_grading(klass, tmp_path):
     assert {p: p.stat().st_mtime_ns for p in klass["out"].glob("*/results.json")} == before
 
 
-def test_a_large_synthetic_class_builds_quickly(tmp_path):
+def test_a_large_synthetic_class_flags_exactly_the_planted_pairs(tmp_path):
     """300 students' results and code, no grading (benchmarks/class_report_speed.py does 1,000)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import class_report_speed
     planted = class_report_speed.write_synthetic_class(tmp_path / "out", 300)
     # how long it takes is the benchmark's (benchmarks/class_report_speed.py), never a test's verdict
     page, timings = class_report.build(tmp_path / "out", jobs=1)
-    data = json.loads((tmp_path / "out" / "class.json").read_text(encoding="utf-8"))
+    data = json.loads(class_report.numbers_path(tmp_path / "out").read_text(encoding="utf-8"))
     assert len(data["students"]) == 300
-    flagged = {(p["results_a"], p["results_b"]) for p in data["similarity"]["pairs"]}
+    flagged = {(p["results_a"], p["results_b"]) for p in stands_out(data["similarity"]["pairs"])}
     assert flagged == planted
 
 
@@ -372,7 +420,9 @@ def test_the_page_renders_in_headless_chromium(klass, tmp_path, lang):
     assert len(rows_of(text)) == len(klass["plan"]) + 2
     svgs = re.findall(r"<svg.*?</svg>", text, re.S)
     assert len(svgs) == 2 and all(s.count("<path") > 10 for s in svgs)
-    assert text.count("<details") == 2 and 'id="heatmap"' in text
+    listed = json.loads(class_report.numbers_path(klass["out"]).read_text(encoding="utf-8"))["similarity"]["pairs"]
+    assert text.count("<details") == len(listed) > 2 and text.count('data-stands-out="yes"') == 2
+    assert 'id="heatmap"' in text
     assert ('lang="zh-CN"' in text) == (lang == "zh")
     # drawn: the plots' bar colours fill pixels of the screenshot
     sys.path.insert(0, str(ROOT / "tests"))

@@ -111,3 +111,61 @@ def test_master_and_stub_define_the_contract_and_name_their_step(folder, assignm
                 assert found[item.name].get(method.name) == tuple(a.name for a in method.args), (folder, method.name)
         else:
             assert found[item.name] == tuple(a.name for a in item.args), (folder, item.name)
+
+
+# ------------------------------------------------------------------ one registry (issue 26)
+# Modules that still special-case the first assignment (its top-level solutions package, its plain
+# README markers and gettext domain, its audit record's name, the CLI's defaults), owned by other
+# work: each must still have such a use (the list only shrinks); nothing else may gain one.
+NOT_YET_CONVERTED = {"autograder/commands/release.py", "autograder/commands/audit.py",
+                     "autograder/commands/notebook_i18n.py", "autograder/commands/cli.py"}
+# An assignment's own content: its suites, references' variants, probes, mutants and catalogue.
+ASSIGNMENT_CONTENT = ("autograder/suites/", "autograder/reference/")
+FIRST_ONLY = {"ASSIGNMENT", "STEPS", "STEPS_OF_MODERN_ATTENTION"}
+
+
+def assignment_specific_uses(source):
+    """(line, what) of each use in a module of one named assignment: contract.ASSIGNMENT /
+    contract.STEPS (the first assignment's), or an assignment's name as a string."""
+    uses = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "contract" \
+                and node.attr in FIRST_ONLY:
+            uses.append((node.lineno, f"contract.{node.attr}"))
+        elif isinstance(node, ast.ImportFrom) and node.module == "autograder.contract":
+            uses += [(node.lineno, f"import {a.name}") for a in node.names if a.name in FIRST_ONLY]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in contract.REGISTRY:
+            uses.append((node.lineno, repr(node.value)))
+    return uses
+
+
+def test_no_module_outside_the_registry_names_an_assignment():
+    """Every module of the kit reads the assignments from contract.REGISTRY: none names one, nor
+    iterates the first assignment's steps as "the steps" (the assignments' own suites and
+    references aside). A new use fails here; a module on NOT_YET_CONVERTED that lost its last use
+    must leave the list."""
+    found = {}
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "autograder/contract.py" or rel.startswith(ASSIGNMENT_CONTENT):
+            continue
+        uses = assignment_specific_uses(path.read_text(encoding="utf-8"))
+        if uses:
+            found[rel] = uses
+    new = {rel: uses for rel, uses in found.items() if rel not in NOT_YET_CONVERTED}
+    assert not new, f"assignment-specific code outside the registry (autograder/contract.py): {new}"
+    assert set(found) == NOT_YET_CONVERTED, f"converted: take {NOT_YET_CONVERTED - set(found)} off the list"
+
+
+def test_a_registered_assignment_is_everywhere_and_leaves_nothing_behind():
+    step = contract.Step(1, "01_registry_probe", "probe", "numpy", (contract.Function("probe", (), ()),))
+    contract.register(contract.Assignment("registry_probe", (step,)))
+    try:
+        assert contract.STEP_BY_STEM["01_registry_probe"] is step and step in contract.ALL_STEPS
+        assert contract.step_of_file("01_registry_probe.ipynb") is step
+        assert contract.assignments_of({"01_registry_probe"}) == {"registry_probe": ["01_registry_probe"]}
+        with pytest.raises(ValueError):       # a stem is one assignment's
+            contract.register(contract.Assignment("another", (step,)))
+    finally:
+        contract.unregister("registry_probe")
+    assert "01_registry_probe" not in contract.STEP_BY_STEM and "registry_probe" not in contract.ASSIGNMENTS

@@ -1,7 +1,7 @@
 """Grade a whole class: `python -m autograder grade-all ROOT --results-dir OUT [--csv F] [--jobs N]`.
 
 - Finding work: a folder per student, one zip file per student (.zip in any case; read in memory
-  with limits: a zip is untrusted), or nbgrader's `submitted/<student>/self_attention/` when ROOT
+  with limits: a zip is untrusted), or nbgrader's `submitted/<student>/<assignment>/` when ROOT
   is a course (nbgrader_base: decided by what a student cannot create). Every entry is accounted
   for (survey): graded, or scored 0 with the reason (a link, a stray file, two entries of one
   student), or, hidden, listed as left out. OUT/<safe_name>/results.json is one-to-one with the
@@ -39,7 +39,6 @@ from autograder import __version__, atomic, contract, i18n, submitted_files, saf
 from autograder.i18n import _, render
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
-STEP_FILE_NAMES = {name for s in contract.STEPS for name in s.files}
 MAX_FILE_BYTES = submitted_files.MAX_FILE_BYTES               # one step file
 MAX_SUBMISSION_BYTES = submitted_files.MAX_SUBMISSION_BYTES   # all of one submission's step files
 MAX_ZIP_MEMBERS = 2000            # entries looked at in one zip
@@ -154,12 +153,14 @@ def _submission(student, key, entries):
                             name=entry.name))
     if kind == "zip":
         return Submission(student, str(entry), key)
-    inner = entry / contract.ASSIGNMENT           # nbgrader: submitted/<student>/self_attention/
-    if inner.is_symlink():
-        return Submission(student, str(inner), key,
+    # nbgrader: submitted/<student>/<assignment>/, for whichever registered assignment it is; a
+    # student folder holding two assignments' folders is graded whole (and refused as a mix, by name)
+    inner = [entry / name for name in contract.ASSIGNMENTS if (entry / name).is_symlink() or (entry / name).is_dir()]
+    if len(inner) == 1 and inner[0].is_symlink():
+        return Submission(student, str(inner[0]), key,
                           _("{name} is a symbolic link; links are not followed, so it was not graded",
-                            name=f"{entry.name}/{contract.ASSIGNMENT}"))
-    return Submission(student, str(inner if inner.is_dir() else entry), key)
+                            name=f"{entry.name}/{inner[0].name}"))
+    return Submission(student, str(inner[0] if len(inner) == 1 else entry), key)
 
 
 def discover(root):
@@ -196,8 +197,10 @@ def _read_folder(folder):
 
 
 def _read_zip(path):
-    """Step files from a zip, without trusting its headers: names are checked (no absolute paths,
-    no '..', no links) and sizes are counted while decompressing (a zip bomb stops at the limit)."""
+    """Step files from a zip (of any assignment), without trusting its headers: names are checked
+    (no absolute paths, no '..', no links) and sizes are counted while decompressing (a zip bomb
+    stops at the limit); of what is left, each step's file is the one submitted_files.choose takes,
+    the rule of a folder's search (the one intake: what is graded is what similarity compares)."""
     files, total = {}, 0
     try:
         with zipfile.ZipFile(path) as zf:
@@ -205,8 +208,8 @@ def _read_zip(path):
                 if n >= MAX_ZIP_MEMBERS:
                     raise BadSubmission(_("the zip holds too many entries"))
                 name = PurePosixPath(info.filename.replace("\\", "/"))
-                if (info.is_dir() or name.name not in STEP_FILE_NAMES or name.is_absolute()
-                        or ".." in name.parts or ".ipynb_checkpoints" in name.parts or "__MACOSX" in name.parts
+                if (info.is_dir() or contract.step_of_file(name.name) is None or name.is_absolute()
+                        or ".." in name.parts or submitted_files.skipped_path(name.as_posix())
                         or stat.S_ISLNK(info.external_attr >> 16)):
                     continue
                 data = bytearray()
@@ -219,7 +222,8 @@ def _read_zip(path):
                 files[name.as_posix()] = bytes(data)
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, RuntimeError, NotImplementedError) as exc:
         raise BadSubmission(_("the zip could not be read ({error})", error=f"{type(exc).__name__}: {exc}")) from None
-    return files
+    found = submitted_files.choose(files)
+    return Files({f.relative: f.data for f in found.files.values()}, found.refused, found.notes)
 
 
 # ------------------------------------------------------------------ fingerprints (resume)
@@ -238,6 +242,10 @@ def grading_files():
     import ast
     here = KIT_ROOT / "autograder"
     todo = [here / m for m in GRADING_ROOTS] + sorted((here / "suites").glob("*.py"))
+    for assignment in contract.REGISTRY.values():     # a registered assignment's own suites, and its folder
+        todo += sorted(Path(assignment.suites).glob("*.py"))
+        if assignment.home is not None:                # (its reference beside them)
+            todo += sorted(p for p in Path(assignment.home).rglob("*.py") if "__pycache__" not in p.parts)
     seen = set()
     while todo:
         path = todo.pop()
@@ -281,7 +289,8 @@ def grader_fingerprint(limits):
     if _grader_hash is None:
         h = hashlib.sha256(__version__.encode())
         for path in grading_files():
-            h.update(str(path.relative_to(KIT_ROOT)).encode() + b"\0" + path.read_bytes())
+            name = path.relative_to(KIT_ROOT) if path.is_relative_to(KIT_ROOT) else path   # a registered folder elsewhere
+            h.update(str(name).encode() + b"\0" + path.read_bytes())
         _grader_hash = h.hexdigest()
     return hashlib.sha256((_grader_hash + json.dumps(asdict(limits), sort_keys=True, default=str)).encode()).hexdigest()
 
@@ -417,7 +426,6 @@ class DaskPool:
 
 
 # ------------------------------------------------------------------ the batch
-STEP_STEMS = [s.stem for s in contract.STEPS]
 
 
 def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
@@ -519,17 +527,54 @@ def _store(out_dir, sub, graded, lang, cached=False):
     return results
 
 
+def split_by_assignment(results_by_student):
+    """{assignment: {student: results}}, in the registry's order: each student under the assignment
+    their files were graded as. A submission that could not be graded (no assignment known) goes
+    under every assignment of the class (the default one when none was graded), so that each
+    gradebook lists it with its reason."""
+    from autograder.reports.gradescope_json import results_assignment
+    known = {s: results_assignment(r) for s, r in results_by_student.items()}
+    present = [a for a in contract.REGISTRY if a in known.values()] or [contract.DEFAULT_ASSIGNMENT]
+    return {a: {s: r for s, r in results_by_student.items() if known[s] in (a, None)} for a in present}
+
+
+def gradebook_paths(path, outcomes):
+    """The gradebooks grade_all wrote for its `outcomes` ({student: (outcome, results)})."""
+    return list(csv_paths(path, list(split_by_assignment({s: r for s, (_o, r) in outcomes.items()}))).values())
+
+
+def csv_paths(path, assignments):
+    """{assignment: its gradebook's path}: `path` itself for a class of one assignment; for a class
+    that mixes assignments, one file per assignment beside it, `<stem>.<assignment><suffix>`."""
+    path = Path(path)
+    if len(assignments) == 1:
+        return {assignments[0]: path}
+    return {a: path.with_name(f"{path.stem}.{a}{path.suffix or '.csv'}") for a in assignments}
+
+
 def write_csv(path, results_by_student):
-    """The gradebook: one row per student, a column per step, the total and the maximum. The
-    student's name and the error are written for a spreadsheet (safe_text.for_csv_cell): a cell
-    that would start a formula gets a leading quote, control characters are shown as escapes."""
+    """The gradebook: one row per student, a column per step of their assignment, the total and
+    the maximum. A class that mixes assignments gets one gradebook per assignment (csv_paths),
+    each with that assignment's steps as its columns. The student's name and the error are written
+    for a spreadsheet (safe_text.for_csv_cell): a cell that would start a formula gets a leading
+    quote, control characters are shown as escapes. Returns the paths written."""
+    groups = split_by_assignment(results_by_student)
+    paths = csv_paths(path, list(groups))
+    for assignment, rows in groups.items():
+        atomic.write_text(paths[assignment], _csv_text(assignment, rows))
+    return list(paths.values())
+
+
+def _csv_text(assignment, results_by_student):
+    stems = contract.REGISTRY[assignment].stems
+    top = contract.REGISTRY[assignment].max_score
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["student"] + STEP_STEMS + ["total", "max_score", "error"])
+    w.writerow(["student"] + stems + ["total", "max_score", "error"])
     for student, results in results_by_student.items():
         steps = results["extra_data"].get("steps", {})
         w.writerow([safe_text.for_csv_cell(student)]
-                   + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
-                   + [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}",
+                   + [f"{steps[s]['score']:g}" if s in steps else "0" for s in stems]
+                   + [f"{results['score']:g}", f"{(results['extra_data'].get('max_score') or top):g}",
                       safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
-    atomic.write_text(path, buf.getvalue())
+    return buf.getvalue()

@@ -190,8 +190,8 @@ def add_grade_all(sub):
     a.add_argument("--csv", help="the gradebook: one row per student, a column per step, the total")
     a.add_argument("--jobs", type=int, help="worker processes (default: one per core)")
     a.add_argument("--scheduler", help="a Dask distributed scheduler address: grade on that cluster instead")
-    a.add_argument("--report", metavar="PAGE", help="then write the class view: PAGE (e.g. OUT/class.html), "
-                                                    "OUT/class.json and each student's OUT/<student>/feedback.html")
+    a.add_argument("--report", metavar="PAGE", help="then write the class view: PAGE (e.g. class.html), "
+                                                    "OUT/_class.json and each student's OUT/<student>/feedback.html")
     a.add_argument("--no-similarity", action="store_true", help="with --report: leave out the similar-code pairs")
     add_limit_args(a)
 
@@ -208,7 +208,8 @@ def grade_all(args):
     outcomes = batch.grade_all(args.root, args.results_dir, limits, args.jobs, args.scheduler, args.csv, progress)
     print(progress.summary(), file=sys.stderr)
     print(f"results in {for_terminal(args.results_dir)}/<student>/results.json"
-          + (f"; gradebook {for_terminal(args.csv)}" if args.csv else ""))
+          + (f"; gradebook {', '.join(for_terminal(str(p)) for p in batch.gradebook_paths(args.csv, outcomes))}"
+             if args.csv else ""))
     if args.report:
         # built here, by the client, from the results it stored (also when a Dask cluster graded them)
         keys = [r["extra_data"]["batch"]["results"] for _outcome, r in outcomes.values()]
@@ -219,9 +220,9 @@ def grade_all(args):
 # ------------------------------------------------------------------ the class view (issue 16)
 def add_class_report(sub):
     r = sub.add_parser("class-report", help="the class view from grade-all's results (no grading): a page, "
-                                            "OUT/class.json and each student's feedback page")
+                                            "OUT/_class.json and each student's feedback page")
     r.add_argument("results_dir", metavar="OUT", help="grade-all's --results-dir")
-    r.add_argument("--report", metavar="PAGE", help="the page to write (default OUT/class.html)")
+    r.add_argument("--report", metavar="PAGE", help="the page to write (default OUT/_class.html)")
     r.add_argument("--no-similarity", action="store_true", help="leave out the similar-code pairs")
     r.add_argument("--jobs", type=int, help="processes for the similarity (default: one per core)")
     add_lang_arg(r)
@@ -245,7 +246,7 @@ def write_class_report(out_dir, page, keys, lang, with_similarity, jobs):
               "pip install 'attention-kit[report]'", file=sys.stderr)
         return 2
     took = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
-    print(f"class view: {for_terminal(path)}; numbers: {for_terminal(Path(out_dir) / 'class.json')} ({took})")
+    print(f"class view: {for_terminal(path)}; numbers: {for_terminal(cr.numbers_path(out_dir))} ({took})")
     return 0
 
 

@@ -16,7 +16,7 @@ from autograder import contract
 from autograder.grading import run as grading
 
 
-def nbgrader_scores(db_url, assignment=contract.ASSIGNMENT):
+def nbgrader_scores(db_url, assignment=contract.DEFAULT_ASSIGNMENT):
     """{student id: {notebook name: score}} as recorded in nbgrader's gradebook for `assignment`."""
     from nbgrader.api import Gradebook
     with Gradebook(db_url) as gb:

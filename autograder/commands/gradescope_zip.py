@@ -2,7 +2,7 @@
 autograder to upload.
 
 Gradescope takes one autograder per assignment, so a zip grades one assignment of the kit
-(`self_attention` unless --assignment says otherwise): its run_autograder grades that
+(the default assignment unless --assignment says otherwise; any registered one): its run_autograder grades that
 assignment's steps only, so a submission holding nothing (or another assignment's files) is
 scored out of this assignment's points, each missing step said by name, never graded as the
 other assignment.
@@ -28,6 +28,7 @@ KIT_FILES = ["pyproject.toml", "README.md"]          # README.md: pyproject's `r
 KIT_FOLDERS = ["autograder", "solutions"]
 PINNED = ["torch", "numpy", "pytest", "nbformat"]
 SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
+EXTRA = "extra"          # an assignment from outside the kit (contract.Assignment.home): extra/<name>/ in the zip
 
 
 def constraints():
@@ -54,7 +55,9 @@ def run_autograder(assignment):
                          f"{', '.join(contract.ASSIGNMENTS)}")
     text = (TEMPLATES / "run_autograder").read_text()
     stems = ",".join(step.stem for step in contract.ASSIGNMENTS[assignment])
-    for mark, value in (("@ASSIGNMENT@", assignment), ("@STEPS@", stems)):
+    home = contract.REGISTRY[assignment].home
+    own_file = f"{EXTRA}/{assignment}/assignment.py" if home is not None else ""
+    for mark, value in (("@ASSIGNMENT@", assignment), ("@STEPS@", stems), ("@ASSIGNMENT_FILE@", own_file)):
         assert text.count(mark) == 1, f"templates/gradescope/run_autograder must hold {mark} once"
         text = text.replace(mark, value)
     return text
@@ -67,7 +70,18 @@ def _add(zf, name, data, executable=False):
     zf.writestr(info, data)
 
 
-def build_zip(out, assignment=contract.ASSIGNMENT):
+def assignment_files(assignment):
+    """(path on disk, name in the zip) of an assignment's own folder when it lies outside the kit
+    (its assignment.py registers it: run_autograder names it in ATTENTION_KIT_ASSIGNMENTS)."""
+    home = contract.REGISTRY[assignment].home
+    if home is None:
+        return []
+    home = Path(home)
+    return [(path, f"{EXTRA}/{assignment}/{path.relative_to(home).as_posix()}") for path in sorted(home.rglob("*"))
+            if path.is_file() and not SKIP_PARTS & set(path.relative_to(home).parts) and path.suffix != ".pyc"]
+
+
+def build_zip(out, assignment=contract.DEFAULT_ASSIGNMENT):
     """Write the autograder zip of `assignment` to `out`; return the names it holds."""
     if not (ROOT / "pyproject.toml").exists() or not TEMPLATES.is_dir():
         raise SystemExit(f"gradescope-zip needs the kit's checkout (pyproject.toml, templates/); not found at {ROOT}")
@@ -75,6 +89,6 @@ def build_zip(out, assignment=contract.ASSIGNMENT):
         _add(zf, "setup.sh", (TEMPLATES / "setup.sh").read_bytes(), executable=True)
         _add(zf, "run_autograder", run_autograder(assignment), executable=True)
         _add(zf, "constraints.txt", constraints())
-        for path, name in kit_files():
+        for path, name in kit_files() + assignment_files(assignment):
             _add(zf, name, path.read_bytes())
         return zf.namelist()

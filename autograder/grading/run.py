@@ -156,7 +156,7 @@ def which_assignment(found, steps=None):
     assignment it holds more files of, so its score can only be 0."""
     held = contract.assignments_of(set(steps) if steps else set(found.files) | set(found.refused))
     if not held:
-        return contract.ASSIGNMENT, None
+        return contract.DEFAULT_ASSIGNMENT, None
     chosen = max(held, key=lambda name: len(held[name]))      # the first of equals (dicts keep order)
     if len(held) == 1:
         return chosen, None
@@ -549,7 +549,7 @@ class Grader:
 
     def __init__(self):
         self.suites = {}        # assignment -> Suites
-        self.suites[contract.ASSIGNMENT] = Suites(graded_steps(contract.ASSIGNMENT))
+        self.suites[contract.DEFAULT_ASSIGNMENT] = Suites(graded_steps(contract.DEFAULT_ASSIGNMENT))
 
     @property
     def alive(self):
@@ -581,11 +581,11 @@ class BoundedLog(io.StringIO):
 
 
 def suite_file(step):
-    """The hidden suite of a contract.Step."""
-    return SUITES_DIR / f"step{step.stem}.py"
+    """The hidden suite of a contract.Step (in its assignment's suites folder, contract.Assignment)."""
+    return contract.suite_file(step)
 
 
-def graded_steps(assignment=contract.ASSIGNMENT):
+def graded_steps(assignment=contract.DEFAULT_ASSIGNMENT):
     """The steps of an assignment that have a hidden suite (what a warm grader collects)."""
     return [s for s in contract.ASSIGNMENTS[assignment] if suite_file(s).exists()]
 

@@ -17,8 +17,8 @@ with an address-space limit and an alarm per mutant, apart from the grader.
     output: {"04_softmax-m001": {"verdict": "equivalent" | "differs" | "crashes", "why": "..."}, ...}
 
 The first assignment's probes are written here. Another assignment's step keeps its probes beside
-its known mistakes: `probes(rng, dtype, scale)` in autograder/reference/modern/<name>.py (the stem
-without its number: 01_masks -> masks.py), returning [(function name, args, kwargs)], a call of the
+its known mistakes: `probes(rng, dtype, scale)` in <its Assignment.variants package>/<name>.py (the
+stem without its number: 01_masks -> autograder/reference/modern/masks.py), returning [(function name, args, kwargs)], a call of the
 step's function on torch tensors (the tensors of args that require grad are differentiated), or
 [(callable, args, kwargs)] for what is not one call (a module, a cache): callable(module, *args,
 **kwargs) runs the step's code, `module` being the reference or the mutant.
@@ -30,6 +30,8 @@ import sys
 import types
 
 import numpy as np
+
+from autograder import contract
 
 SEEDS = (0, 1, 2)
 SCALES = (1.0, 40.0)           # 40: scores of order 1e3 and more, past exp()'s range in float64 too
@@ -91,8 +93,13 @@ FIRST_NUMPY = ("01_projection", "02_scores", "03_scaling", "04_softmax", "05_wei
 
 def _probes_of(stem):
     """The probes function of another assignment's step: probes(rng, dtype, scale) in its variants
-    module, autograder/reference/modern/<stem without its number>.py."""
-    name = f"autograder.reference.modern.{stem.split('_', 1)[1]}"
+    module, <its contract.Assignment.variants package>.<stem without its number> (for the second
+    assignment autograder/reference/modern/masks.py for 01_masks)."""
+    owner = contract.assignment_of_step(stem)
+    if owner is None or owner.variants is None:
+        raise KeyError(f"{stem}: no probes for the audit's equivalence check (its assignment names no variants "
+                       "package in autograder/contract.py)")
+    name = f"{owner.variants}.{stem.split('_', 1)[1]}"
     try:
         probes = importlib.import_module(name).probes
         return lambda _stem, rng, dtype, scale: probes(rng, dtype, scale)

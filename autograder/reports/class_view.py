@@ -1,11 +1,11 @@
-"""The class view (issue 16): `grade-all ... --report OUT/class.html`, `class-report OUT`.
+"""The class view (issue 16): `grade-all ... --report PAGE`, `class-report OUT`.
 
 From the results grade-all wrote (OUT/<results folder>/results.json, and the student's own code
 in code.json beside it), with no grading:
 
-- OUT/class.json: the numbers, machine-readable (per student, per step, per check, per
+- OUT/_class.json: the numbers, machine-readable (per student, per step, per check, per
   misconception, similarity);
-- the page (default OUT/class.html): one self-contained file, readable offline, in the chosen
+- the page (default OUT/_class.html): one self-contained file, readable offline, in the chosen
   language: the totals and each step's scores (matplotlib, inline SVG), the step x misconception
   heatmap with the catalogue's diagnosis and hint, the most-failed checks with a representative
   message, correct-but-slow and forbidden-API counts, the students' table (sortable; each name
@@ -14,6 +14,12 @@ in code.json beside it), with no grading:
 - OUT/<results folder>/feedback.html: each student's feedback page (html_report.render, from
   their results: scores, every message and diagnosis; the attention heatmaps need the student's
   code run again, which only `grade --html` does).
+
+The class-level files never share a name with a student's results folder (issue 25): they start
+with "_", which no results folder name does (safe_text.file_name), and a page asked for directly
+in OUT gets that "_" too. A class that mixes assignments is viewed per assignment (issue 26): one
+page and one numbers file each (`_class.<assignment>.json`), every one with that assignment's
+steps, maxima, misconceptions and similarity; OUT/_class.json then lists them.
 
 Every text is written in the chosen language from graded.json (reports/stored.py: the results as
 data, messages unrendered), whatever language grade-all wrote results.json in; results from a
@@ -44,8 +50,6 @@ from autograder.reference import misconceptions
 from autograder.reports import similarity, stored
 from autograder.i18n import _, join, translate
 
-STEPS = contract.STEPS
-STEMS = [s.stem for s in STEPS]
 FEEDBACK_PAGE = "feedback.html"
 MAX_MESSAGE = 600               # characters of a representative message shown
 TOP_CHECKS = 15                 # the most-failed checks listed on the page
@@ -86,9 +90,55 @@ def load(out_dir, keys=None):
             extra = results["extra_data"]
             extra["batch"] = batch
         entries.append(SimpleNamespace(key=key, student=str(batch.get("student", key)), results=results,
-                                       extra=extra, report=None if graded is None else graded.report))
+                                       extra=extra, report=None if graded is None else graded.report,
+                                       results_mtime=path.stat().st_mtime))
     entries.sort(key=lambda e: (e.student, e.key))
-    return entries, skipped
+    return _once_each(entries), skipped
+
+
+def _once_each(entries):
+    """Each student listed once, whatever the folder's history: a student whose results folder was
+    renamed (a classmate named like them but for case came, and both plain names got a hash)
+    keeps the folder grade-all writes now (safe_text.file_name with the class's case twins), else
+    the most recently written one."""
+    from autograder import safe_text
+    folded = Counter(e.student.casefold() for e in {e.student: e for e in entries}.values()
+                     if safe_text.is_plain(e.student))
+    by_student = {}
+    for e in entries:
+        by_student.setdefault(e.student, []).append(e)
+    out = []
+    for student, found in by_student.items():
+        if len(found) > 1:
+            now = safe_text.file_name(student, hashed=folded[student.casefold()] > 1)
+            found.sort(key=lambda e: (e.key != now, -_mtime(e)))
+        out.append(found[0])
+    return out
+
+
+def _mtime(entry):
+    return entry.results_mtime if hasattr(entry, "results_mtime") else 0.0
+
+
+def entry_assignment(entry):
+    """The assignment an entry was graded as (gradescope_json.results_assignment), or None."""
+    from autograder.reports.gradescope_json import results_assignment
+    return results_assignment(entry.results)
+
+
+def assignment_of_class(entries):
+    """The assignment most of the entries were graded as (the default one when none was)."""
+    counts = Counter(a for a in map(entry_assignment, entries) if a)
+    return max(counts, key=lambda a: (counts[a], -list(contract.REGISTRY).index(a))) if counts \
+        else contract.DEFAULT_ASSIGNMENT
+
+
+def by_assignment(entries):
+    """{assignment: [entries]} in the registry's order: a class that mixes assignments is viewed
+    per assignment. An entry that could not be graded (no assignment known) is in every group."""
+    known = {e.key: entry_assignment(e) for e in entries}
+    present = [a for a in contract.REGISTRY if a in known.values()] or [contract.DEFAULT_ASSIGNMENT]
+    return {a: [e for e in entries if known[e.key] in (a, None)] for a in present}
 
 
 def _num(value, default=0.0):
@@ -137,14 +187,18 @@ def step_score(entry, stem):
     return _num(info.get("score")) if isinstance(info, dict) else 0.0
 
 
-def compute(entries):
-    """The class's numbers (what class.json holds, similarity aside)."""
+def compute(entries, assignment=None):
+    """The class's numbers for one assignment (what class.json holds, similarity aside): its steps,
+    its maximum, its misconceptions (default: the assignment the entries were graded as)."""
+    assignment = assignment or assignment_of_class(entries)
+    step_list = contract.ASSIGNMENTS[assignment]
+    stem_list = [s.stem for s in step_list]
     graded = [e for e in entries if not e.extra.get("error")]
     not_graded = [e for e in entries if e.extra.get("error")]
     n = len(graded)
-    max_total = _num(entries[0].extra.get("max_score"), 70.0) if entries else float(sum(s.points for s in STEPS))
+    max_total = float(contract.REGISTRY[assignment].max_score)
     steps, checks, told = {}, {}, {}
-    for step in STEPS:
+    for step in step_list:
         stem = step.stem
         scores = [step_score(e, stem) for e in graded]
         states = Counter(step_state(e, stem) for e in graded)
@@ -167,13 +221,13 @@ def compute(entries):
             "histogram": {str(b): hist.get(b, 0) for b in range(step.points + 1)},
             "missing": states["missing"], "stub": states["stub"], "attempted": states["attempted"],
             "correct_but_slow": slow, "forbidden_api": forbidden}
-    attempted = {(e.key, stem) for e in graded for stem in STEMS if step_state(e, stem) == "attempted"}
+    attempted = {(e.key, stem) for e in graded for stem in stem_list if step_state(e, stem) == "attempted"}
     for e in graded:
         seen = set()
         for t in e.results["tests"]:
             stem = _step_of(t)
             number = str(t.get("number", ""))
-            if stem not in contract.STEP_BY_STEM or not number:
+            if stem not in stem_list or not number:
                 continue
             c = checks.setdefault(number, {"number": number, "step": stem, "title": _check_title(t),
                                            "kind": _kind_of(t), "max_score": _num(t.get("max_score")),
@@ -201,11 +255,11 @@ def compute(entries):
         students = sum(1 for e in graded if any(f"misconception:{mid}" in t.get("tags", [])
                                                 for t in e.results["tests"]))
         by_mistake[mid] = {"students": students, "share": round(students / n, 4) if n else None,
-                           "steps": {stem: per_step[stem] for stem in STEMS if per_step.get(stem)},
-                           "shares": {stem: round(per_step[stem] / n, 4) for stem in STEMS if per_step.get(stem)}}
+                           "steps": {stem: per_step[stem] for stem in stem_list if per_step.get(stem)},
+                           "shares": {stem: round(per_step[stem] / n, 4) for stem in stem_list if per_step.get(stem)}}
     totals = [_num(e.results.get("score")) for e in graded]
     return {
-        "graded": n, "not_graded": len(not_graded), "max_score": max_total,
+        "assignment": assignment, "graded": n, "not_graded": len(not_graded), "max_score": max_total,
         "totals": {"mean": round(sum(totals) / n, 3) if n else None, "median": _median(totals),
                    "min": min(totals) if totals else None, "max": max(totals) if totals else None,
                    "full_marks": sum(1 for t in totals if t >= max_total), "values": sorted(totals)},
@@ -213,7 +267,7 @@ def compute(entries):
         "misconceptions": dict(sorted(by_mistake.items(), key=lambda kv: (-kv[1]["students"], kv[0]))),
         "students": [{"student": e.student, "results": e.key, "total": _num(e.results.get("score")),
                       "max_score": _num(e.extra.get("max_score"), max_total),
-                      "steps": {stem: step_score(e, stem) for stem in STEMS},
+                      "steps": {stem: step_score(e, stem) for stem in stem_list},
                       "error": str(e.extra.get("error", "")) or None} for e in entries],
     }
 
@@ -299,9 +353,13 @@ def totals_plot(data):
 
 def steps_plot(data):
     """Each step's score distribution (bins of one point; full marks in green), one panel a step."""
-    fig = _figure(7.4, 3.6)
-    axes = fig.subplots(2, 4, sharey=True).ravel()
-    for ax, step in zip(axes, STEPS):
+    step_list = contract.ASSIGNMENTS[data["assignment"]]
+    fig = _figure(7.4, 1.8 * math.ceil(len(step_list) / 4) or 1.8)
+    rows = max(1, math.ceil(len(step_list) / 4))
+    axes = fig.subplots(rows, 4, sharey=True, squeeze=False).ravel()
+    for ax in axes[len(step_list):]:
+        ax.axis("off")
+    for ax, step in zip(axes, step_list):
         st = data["steps"][step.stem]
         counts = [st["histogram"][str(b)] for b in range(step.points + 1)]
         ax.bar(range(step.points + 1), counts, width=0.85,
@@ -309,7 +367,6 @@ def steps_plot(data):
         ax.set_title(_("step {number}", number=step.number), fontsize=9)
         ax.set_xticks([0, step.points // 2, step.points])
         ax.yaxis.get_major_locator().set_params(integer=True)
-    axes[-1].axis("off")
     fig.supxlabel(_("points at the step"), fontsize=9)
     fig.supylabel(_("students"), fontsize=9)
     return _svg(fig, "steps")
@@ -405,7 +462,7 @@ def _steps_table(data):
         _("step"), _("title"), _("mean"), _("at full marks"), _("correct but slow"), _("forbidden API"),
         _("still a stub"), _("no file")))
     rows = []
-    for step in STEPS:
+    for step in contract.ASSIGNMENTS[data["assignment"]]:
         st = data["steps"][step.stem]
         rows.append(f'<tr id="step-{step.stem}"><td>{step.number}</td><td>{_e(step.shown_title)}</td>'
                     f'<td class="n">{_mean(st["mean"])} / {step.points}</td>'
@@ -420,19 +477,20 @@ def _heatmap(data):
     if not mistakes:
         return f'<p>{_e(_("No mistake from the catalogue was named in this class."))}</p>'
     top = max(s for m in mistakes.values() for s in m["shares"].values())
-    head = (f"<th>{_e(_('mistake'))}</th>" + "".join(f'<th class="n">{s.number}</th>' for s in STEPS)
+    step_list = contract.ASSIGNMENTS[data["assignment"]]
+    head = (f"<th>{_e(_('mistake'))}</th>" + "".join(f'<th class="n">{s.number}</th>' for s in step_list)
             + f"<th class=\"n\">{_e(_('students'))}</th><th>{_e(_('diagnosis and hint'))}</th>")
     rows = []
     for mid, m in mistakes.items():
         cat = misconceptions.CATALOGUE.get(mid)
         cells = []
-        for step in STEPS:
+        for step in step_list:
             share = m["shares"].get(step.stem)
             if share:
                 cells.append(f'<td class="cell" style="background:{_heat_colour(share, top)}" '
                              f'title="{_e(_("{count} of {n} students", count=m["steps"][step.stem], n=data["graded"]))}">'
                              f'{_pct(share)}</td>')
-            elif cat is not None and step.number not in cat.steps:
+            elif cat is not None and step.stem not in cat.stems:
                 cells.append('<td class="na">&middot;</td>')
             else:
                 cells.append('<td class="cell"></td>')
@@ -467,7 +525,8 @@ def _checks_table(data):
 
 
 def _students_table(data, report_dir, out_dir):
-    head = ([("student", _("student"), False)] + [(s.stem, str(s.number), True) for s in STEPS]
+    step_list = contract.ASSIGNMENTS[data["assignment"]]
+    head = ([("student", _("student"), False)] + [(s.stem, str(s.number), True) for s in step_list]
             + [("total", _("total"), True), ("error", _("error"), False)])
     cells = "".join(f'<th{" class=n" if num else ""}><button type="button" data-key="{key}"'
                     f'{" data-numeric" if num else ""}>{_e(label)}</button></th>' for key, label, num in head)
@@ -476,7 +535,7 @@ def _students_table(data, report_dir, out_dir):
         href = _feedback_href(report_dir, out_dir, s["results"])
         step_cells = "".join(
             f'<td class="n{" full" if v >= st.points else " zero" if v == 0 else ""}" data-v="{v:g}">{_fmt(v)}</td>'
-            for st, v in ((st, s["steps"][st.stem]) for st in STEPS))
+            for st, v in ((st, s["steps"].get(st.stem, 0.0)) for st in step_list))
         rows.append(f'<tr data-results="{_e(s["results"])}"><td data-v="{_e(s["student"])}"><a href="{_e(href)}">'
                     f'{_e(s["student"])}</a></td>{step_cells}<td class="n" data-v="{s["total"]:g}"><b>{_fmt(s["total"])}'
                     f'</b></td><td data-v="{_e(s["error"] or "")}" class="note">{_e(s["error"] or "")}</td></tr>')
@@ -521,11 +580,12 @@ def _similarity_section(sim, codes):
     verdict = _e(_("Similarity is a reason to look, never a verdict: short or forced code, a shared tutorial or "
                    "working together as allowed make code alike. Read the code side by side before concluding "
                    "anything."))
-    how = _e(_("Compared: each student's own code (the step files; in notebooks only the cells students write), "
+    how = _e(_("Compared: the code each student was graded on (the step files the grader took; of a notebook the "
+               "cells the grader runs), "
                "with variable and function names, comments and strings ignored, without the stub's code and "
-               "without the code more than {cap} students share at a step (the class's common code). A pair is "
-               "listed when, at a step or overall, the share of its distinctive code that the other also has is "
-               "far above the class's usual (the step's threshold below).",
+               "without the code more than {cap} students share at a step (the class's common code). The closest "
+               "pairs are listed, most alike first, with the share of their distinctive code that the other also "
+               "has; a pair marked \"stands out\" is far above the class's usual (the step's threshold below).",
                cap=min((v["common_cap"] for v in sim["steps"].values()), default=0)))
     intro = f'<p class="warn" id="not-a-verdict">{verdict}</p><p class="note">{how}</p>'
     head = "".join(f"<th>{_e(x)}</th>" for x in (_("step"), _("students compared"), _("threshold"), _("pairs")))
@@ -535,13 +595,18 @@ def _similarity_section(sim, codes):
     rows += (f'<tr><td>{_e(_("overall"))}</td><td></td><td class="n">{_e(_threshold_text({"threshold": sim["overall_threshold"]}))}</td>'
              f'<td class="n">{sum(1 for p in sim["pairs"] if p["flagged_overall"])}</td></tr>')
     table = f'<table id="similarity-steps"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+    if sim.get("class_writes_alike"):
+        table += (f'<p class="warn" id="writes-alike">{_e(_("Most of this class writes alike (the median student has a classmate {share} alike): no threshold can tell who stands out, so read the ranking below from the top.", share=_pct(sim.get("median_nearest"))))}</p>')
     if not sim["pairs"]:
-        return intro + table + f'<p id="no-pairs">{_e(_("No pair of submissions stands out."))}</p>'
+        return intro + table + f'<p id="no-pairs">{_e(_("No two submissions share distinctive code."))}</p>'
     pairs = []
     for p in sim["pairs"]:
         steps = ", ".join(str(contract.STEP_BY_STEM[s].number) for s in p["flagged_steps"])
-        summary = _("{a} and {b}: {overall} alike overall; steps {steps}", a=p["student_a"], b=p["student_b"],
-                    overall=_pct(p["overall"]), steps=steps or "-")
+        stands_out = p["flagged_steps"] or p["flagged_overall"]
+        summary = _("{rank}. {a} and {b}: {overall} alike overall; stands out at steps {steps}", rank=p.get("rank", ""),
+                    a=p["student_a"], b=p["student_b"], overall=_pct(p["overall"]), steps=steps or "-") \
+            if stands_out else _("{rank}. {a} and {b}: {overall} alike overall", rank=p.get("rank", ""),
+                                 a=p["student_a"], b=p["student_b"], overall=_pct(p["overall"]))
         views = []
         shown = p["flagged_steps"] or sorted(p["steps"], key=lambda st: -p["steps"][st]["similarity"])[:2]
         for stem in shown:
@@ -553,7 +618,7 @@ def _similarity_section(sim, codes):
                          f'<div class="side"><div><b>{_e(p["student_a"])}</b><pre>{_side(code_a, v["slices_a"])}</pre></div>'
                          f'<div><b>{_e(p["student_b"])}</b><pre>{_side(code_b, v["slices_b"])}</pre></div></div>')
         opened = " open" if len(pairs) < OPEN_PAIRS else ""
-        pairs.append(f'<details class="pair"{opened} data-a="{_e(p["a"])}" data-b="{_e(p["b"])}"><summary>{_e(summary)}</summary>'
+        pairs.append(f'<details class="pair"{opened} data-stands-out="{"yes" if stands_out else "no"}" data-a="{_e(p["a"])}" data-b="{_e(p["b"])}"><summary>{_e(summary)}</summary>'
                      f'{"".join(views)}</details>')
     return (intro + table + f'<p>{_e(_("Highlighted: the lines of distinctive code found in both."))}</p>'
             + "".join(pairs))
@@ -601,7 +666,8 @@ def feedback_report(entry):
         return entry.report
     steps = []
     info = entry.extra.get("steps") if isinstance(entry.extra.get("steps"), dict) else {}
-    for step in STEPS:
+    assignment = entry_assignment(entry) or contract.DEFAULT_ASSIGNMENT
+    for step in contract.ASSIGNMENTS[assignment]:
         tests = [t for t in entry.results["tests"] if _step_of(t) == step.stem]
         if step.stem not in info and not tests:
             continue
@@ -616,14 +682,14 @@ def feedback_report(entry):
                                      printed=str(si.get("printed", "")), score=_num(si.get("score")),
                                      max_score=_num(si.get("max_score"), step.points), example=None))
     return SimpleNamespace(steps=steps, score=_num(entry.results.get("score")),
-                           max_score=_num(entry.extra.get("max_score"), 70.0))
+                           max_score=_num(entry.extra.get("max_score"), contract.REGISTRY[assignment].max_score))
 
 
 def write_feedback(out_dir, entry):
     """OUT/<key>/feedback.html for one student (rewritten only when it changed)."""
     from autograder.reports import html as html_report
     if entry.extra.get("error"):
-        report = SimpleNamespace(steps=[], score=0.0, max_score=_num(entry.extra.get("max_score"), 70.0))
+        report = SimpleNamespace(steps=[], score=0.0, max_score=_num(entry.extra.get("max_score")))
         page = html_report.render(report, entry.student).replace(
             "</body>", f'<pre class="failed">{html.escape(str(entry.extra.get("error")))}</pre></body>')
     else:
@@ -636,39 +702,75 @@ def write_feedback(out_dir, entry):
 
 
 # ------------------------------------------------------------------ build
+RESERVED = "_class"      # OUT/_class.json, OUT/_class.html: no results folder can take a name that starts with "_"
+                        # (a plain name starts with a letter or digit, any other holds "~": safe_text.file_name)
+
+
+def numbers_path(out_dir, assignment=None):
+    """OUT/_class.json (OUT/_class.<assignment>.json for one assignment of a mixed class)."""
+    return Path(out_dir) / (f"{RESERVED}.json" if assignment is None else f"{RESERVED}.{assignment}.json")
+
+
+def page_path(out_dir, report=None, assignment=None):
+    """The page: `report` (default OUT/_class.html; a page directly in OUT gets a leading "_"); of one assignment of a mixed class, its name
+    before the suffix (class.html -> class.modern_attention.html)."""
+    report = Path(report) if report else Path(out_dir) / f"{RESERVED}.html"
+    if report.parent.resolve() == Path(out_dir).resolve() and not report.name.startswith("_"):
+        report = report.with_name("_" + report.name)    # beside the results folders: a name none can take
+    return report if assignment is None else report.with_name(f"{report.stem}.{assignment}{report.suffix or '.html'}")
+
+
 def build(out_dir, report=None, keys=None, lang=None, with_similarity=True, jobs=None):
-    """Write OUT/class.json, the page (`report`, default OUT/class.html) and every student's
-    feedback page, in `lang` (default: the current language). Returns (page path, timings)."""
+    """Write the class view: the numbers (numbers_path), the page (page_path) and every student's
+    feedback page, in `lang` (default: the current language). A class that mixes assignments gets
+    one page and one numbers file per assignment (each with its steps, maxima, misconceptions and
+    similarity against its own stubs) and OUT/_class.json lists them. Returns (page path, timings):
+    the one page, or the first assignment's of a mixed class."""
     out_dir = Path(out_dir)
-    report = Path(report) if report else out_dir / "class.html"
     with i18n.language(lang or i18n.get_language()):
         timings = {}
         start = time.perf_counter()
         entries, skipped = load(out_dir, keys)
-        data = compute(entries)
+        groups = by_assignment(entries)
         timings["numbers"] = time.perf_counter() - start
-        sim, codes = None, {}
-        if with_similarity:
-            t = time.perf_counter()
-            sim, codes = similar_pairs(out_dir, entries, jobs)
-            timings["similarity"] = time.perf_counter() - t
+        pages = {}
+        for assignment, its_entries in groups.items():
+            mixed = len(groups) > 1
+            page, numbers = (page_path(out_dir, report, assignment if mixed else None),
+                             numbers_path(out_dir, assignment if mixed else None))
+            _build_one(out_dir, page, numbers, its_entries, assignment, skipped, with_similarity, jobs, timings)
+            pages[assignment] = (page, numbers)
         t = time.perf_counter()
         for entry in entries:
             write_feedback(out_dir, entry)
         timings["feedback_pages"] = time.perf_counter() - t
-        t = time.perf_counter()
-        page = render(data, sim, codes, report.parent, out_dir)
-        report.parent.mkdir(parents=True, exist_ok=True)
-        _write(report, page)
-        timings["page"] = time.perf_counter() - t
-        machine = dict(data, version=1, grader=f"attention-kit {__version__}", language=i18n.get_language(),
-                       unreadable=[{"results": k, "why": w} for k, w in skipped],
-                       similarity=None if sim is None else _sim_json(sim, codes))
-        machine["totals"] = {k: v for k, v in data["totals"].items() if k != "values"} | {
-            "histogram": _totals_histogram(data)}
-        _write(out_dir / "class.json", json.dumps(machine, indent=1, ensure_ascii=False) + "\n")
+        if len(groups) > 1:
+            index = {"version": 1, "grader": f"attention-kit {__version__}", "mixed": True,
+                     "assignments": {a: {"page": str(p), "numbers": n.name} for a, (p, n) in pages.items()}}
+            _write(numbers_path(out_dir), json.dumps(index, indent=1, ensure_ascii=False) + "\n")
         timings["total"] = time.perf_counter() - start
-    return report, timings
+    return next(iter(pages.values()))[0], timings
+
+
+def _build_one(out_dir, report, numbers, entries, assignment, skipped, with_similarity, jobs, timings):
+    """One assignment's page and numbers."""
+    data = compute(entries, assignment)
+    sim, codes = None, {}
+    if with_similarity:
+        t = time.perf_counter()
+        sim, codes = similar_pairs(out_dir, entries, jobs)
+        timings["similarity"] = timings.get("similarity", 0.0) + time.perf_counter() - t
+    t = time.perf_counter()
+    page = render(data, sim, codes, report.parent, out_dir)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    _write(report, page)
+    timings["page"] = timings.get("page", 0.0) + time.perf_counter() - t
+    machine = dict(data, version=1, grader=f"attention-kit {__version__}", language=i18n.get_language(),
+                   unreadable=[{"results": k, "why": w} for k, w in skipped],
+                   similarity=None if sim is None else _sim_json(sim, codes))
+    machine["totals"] = {k: v for k, v in data["totals"].items() if k != "values"} | {
+        "histogram": _totals_histogram(data)}
+    _write(numbers, json.dumps(machine, indent=1, ensure_ascii=False) + "\n")
 
 
 def _totals_histogram(data):
@@ -687,10 +789,12 @@ def _sim_json(sim, codes):
             lb = [n for n, _t, hit in similarity.matched_lines(codes[p["b"]].get(stem, ""), v["slices_b"]) if hit]
             steps[stem] = {k: v[k] for k in ("similarity", "shared", "shared_kgrams", "flagged")} | {
                 "lines_a": la, "lines_b": lb}
-        pairs.append({"student_a": p["student_a"], "student_b": p["student_b"], "results_a": p["a"],
-                      "results_b": p["b"], "overall": p["overall"], "flagged_overall": p["flagged_overall"],
+        pairs.append({"rank": p.get("rank"), "student_a": p["student_a"], "student_b": p["student_b"],
+                      "results_a": p["a"], "results_b": p["b"], "overall": p["overall"],
+                      "flagged_overall": p["flagged_overall"],
                       "flagged_steps": p["flagged_steps"], "steps": steps})
     return {"steps": sim["steps"], "overall_threshold": sim["overall_threshold"], "parameters": sim["parameters"],
+            "class_writes_alike": sim.get("class_writes_alike"), "median_nearest": sim.get("median_nearest"),
             "students_with_code": sim.get("students_with_code"), "pairs": pairs}
 
 

@@ -21,11 +21,30 @@ def results(score, output, tests, max_score, **extra):
             "tests": tests, "extra_data": {"max_score": max_score, "grader": f"attention-kit {__version__}", **extra}}
 
 
-def error_results(message):
+def error_results(message, assignment=None):
     """Results for a submission that could not be graded at all: it scores 0 and says why
-    (`message`, rendered in the current language)."""
+    (`message`, rendered in the current language). Out of `assignment`'s points when it is known
+    (contract.REGISTRY), else 0: nothing tells which assignment unreadable files were."""
     text = render(message)
-    return results(0, text, [], sum(s.points for s in contract.STEPS), steps={}, error=text)
+    top = contract.REGISTRY[assignment].max_score if assignment in contract.REGISTRY else 0
+    return results(0, text, [], top, steps={}, error=text, assignment=assignment)
+
+
+def results_assignment(results):
+    """The assignment a results.json (as read back: untrusted) graded: extra_data.assignment when it
+    is registered, else told by its steps; None when neither tells (it could not be graded)."""
+    extra = results.get("extra_data") if isinstance(results, dict) else None
+    extra = extra if isinstance(extra, dict) else {}
+    name = extra.get("assignment")
+    if isinstance(name, str) and name in contract.REGISTRY:
+        return name
+    steps = extra.get("steps") if isinstance(extra.get("steps"), dict) else {}
+    return contract.assignment_of_report([s for s in steps if isinstance(s, str)])
+
+
+def assignment_of(report):
+    """The assignment a Report graded (its steps say it; contract's registry), or None."""
+    return contract.assignment_of_report([s.step.stem for s in report.steps])
 
 
 def gradescope(report):
@@ -42,7 +61,8 @@ def gradescope(report):
                            "printed": clipped(s.printed, MAX_PRINTED),
                            "skipped": [{"number": n, "name": nm, "reason": r} for n, nm, r in s.skipped]}
              for s in report.steps}
-    return results(report.score, render(summary_line(report)), tests, report.max_score, steps=steps,
+    return results(report.score, render(summary_line(report)), tests, report.max_score,
+                   assignment=assignment_of(report), steps=steps,
                    isolation=report.isolation, internal_errors=report.internal_errors,
                    # what the file search passed over (folders too deep, too many entries)
                    **({"file_search": report.notes} if getattr(report, "notes", None) else {}))

@@ -29,7 +29,8 @@ def _properties(parent, items):
 def junit_xml(report):
     """The report as a JUnit XML document (str), in the current language."""
     report = written(report)
-    root = ET.Element("testsuites", name=f"attention-kit {contract.ASSIGNMENT}")
+    assignment = contract.assignment_of_report([s.step.stem for s in report.steps]) or "attention-kit"
+    root = ET.Element("testsuites", name=f"attention-kit {assignment}")
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for s in report.steps:
         failures = sum(c.status != "passed" for c in s.checks)
@@ -39,7 +40,7 @@ def junit_xml(report):
                               errors="0", **{k: str(v) for k, v in counts.items()})
         _properties(suite, [("step", s.step.stem), ("file", s.file or str(_("(missing)"))),
                             ("score", f"{s.score:g}"), ("max_score", f"{s.max_score:g}")])
-        classname = f"{contract.ASSIGNMENT}.{s.step.stem}"
+        classname = f"{assignment}.{s.step.stem}"
         for c in s.checks:
             case = ET.SubElement(suite, "testcase", name=_text(f"{c.number} {c.name}"), classname=classname)
             _properties(case, [("points", f"{c.score:g}"), ("max_points", f"{c.max_score:g}"),

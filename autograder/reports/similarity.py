@@ -3,11 +3,11 @@
 A reason to look, never a verdict: the class report lists the pairs with the matching lines side
 by side and says so.
 
-- **The student's own code only.** grade-all stores, beside each results.json, the code of each
-  step file the grader took (`code.json`, `store_code`): a `.py` file whole; of a notebook only
-  the cells the student writes (nbgrader solution cells, and cells they added), never the visible
-  tests, demos, given cells or prose. Files are data: nothing here runs or imports them; they
-  come from `batch.read_files` (submitted_files.find for folders, the checked zip reader).
+- **The code that was graded.** grade-all stores, beside each results.json, the code of each
+  step file the grader took (`code.json`, `store_code`), through the grader's own intake
+  (submitted_files.choose and graded_code): the same file per step, and of a notebook the cells the
+  grader runs (every code cell but nbgrader's tests, visible tests and demos), whatever the cells'
+  metadata claim. Files are data: nothing here runs or imports them.
 - **Fingerprints by copydetect** (`copydetect.utils.filter_code`, `CodeFingerprint`, `compare_files`):
   pygments tokenizes the code and replaces every variable, attribute, function and class name by
   one letter and every string by another, drops comments and whitespace, and hashes every k-gram
@@ -16,18 +16,23 @@ by side and says so.
   The top-level blocks (functions, classes, imports) are fingerprinted in a canonical order (sorted
   by their filtered text), so renamed variables, changed comments and docstrings, and reordered
   functions change nothing.
-- **Boilerplate**: the released stub notebook's code (signatures, docstrings, `raise
-  NotImplementedError`) is copydetect's boilerplate: never counted.
-- **Calibrated per step against the class**: each k-gram weighs log(n / df), its rarity among the
-  step's n students (0 when everybody has it), so the class's forced code (the `return scores /
-  np.sqrt(d_k)` of step 3, the module skeleton of step 7) weighs nothing. A pair's similarity is
+- **Boilerplate**: the released stub's code, of the step's own assignment (every cell: imports,
+  signatures, docstrings, `raise NotImplementedError`) is copydetect's boilerplate: never counted.
+- **Calibrated per step against the class**: a k-gram in more than common_cap(n) of the step's n
+  students is the class's common code and weighs nothing (MOSS's `-m`), so the class's forced code
+  (the `return scores / np.sqrt(d_k)` of step 3, the module skeleton of step 7) is discounted;
+  any other weighs its rarity, log((n + 1) / df), never 0. A pair's similarity is
   the weight of the k-grams both have over the smaller of their two weights. It is flagged at a
   step when it reaches the step's threshold: the median of the class's nearest-neighbour
   similarities plus MAD_FACTOR robust standard deviations (1.4826 MAD), never below FLOOR, and the
-  pair shares MIN_OVERLAP distinctive k-grams (in at most common_cap(n) students). No threshold
-  (nothing flagged) where it would reach 1 (most of the class writes alike there) or fewer than
+  pair shares MIN_OVERLAP distinctive k-grams (in at most common_cap(n) students: MOSS's `-m`).
+  No threshold where it would reach 1 (most of the class writes alike there) or fewer than
   MIN_CLASS students have MIN_OWN distinctive k-grams. Overall: the same over all the steps both
   had distinctive code at, with MIN_OVERALL shared distinctive k-grams.
+- **Ranked, in any class** (issue 26): the TOP_PAIRS closest pairs are always listed with their
+  percentages, most alike first, as MOSS and copydetect list them, and every flagged pair besides;
+  the threshold only marks which pairs stand out. A class of near-copies has no threshold (its
+  median nearest neighbour is near 100%): `class_writes_alike` says so beside the list.
 - **Scale**: candidate pairs come from an inverted index of the distinctive k-grams (each shared by
   at most common_cap students; pairs counted with numpy by group size), so the work grows with
   the pairs that share something, not with n^2; a large class is fingerprinted in parallel
@@ -44,10 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
-from autograder import atomic, contract
+from autograder import atomic, contract, submitted_files
 
-KIT_ROOT = Path(__file__).resolve().parents[2]
-STUBS = KIT_ROOT / "assignments" / contract.ASSIGNMENT
 CODE_FILE = "code.json"          # OUT/<results folder>/code.json
 MAX_CODE_CHARS = 100_000         # a step's own code kept (a notebook's outputs are never kept)
 
@@ -63,65 +66,29 @@ SCREEN = 0.2          # candidates sharing less than this share of their distinc
 MIN_CLASS = 8         # fewer students than this compared at a step: no threshold can be told there
 PARALLEL_CHARS = 400_000   # a class with more code than this is fingerprinted in parallel processes
 CHUNK = 100           # codes fingerprinted per task
-STEP_STEMS = [s.stem for s in contract.STEPS]
+TOP_PAIRS = 20        # the closest pairs listed in any class, flagged or not (as MOSS and copydetect rank them)
+
+
+def _stems_of(codes_by_student):
+    """The step stems the codes hold, in the registry's order (one assignment's, for a class view)."""
+    held = {stem for steps in codes_by_student.values() for stem in steps}
+    return [s.stem for s in contract.ALL_STEPS if s.stem in held]
 
 
 # ------------------------------------------------------------------ the student's own code
-def _is_given_cell(cell):
-    """A notebook cell the student does not write: nbgrader's tests, visible tests and demos
-    (the rule of child/runner.py's _is_test_cell), and the locked cells the release gives
-    (imports, experiments). Solution cells and cells without nbgrader metadata are the student's."""
-    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-    if not isinstance(meta, dict) or not meta:
-        return False
-    grade_id = str(meta.get("grade_id", ""))
-    if meta.get("solution"):
-        return grade_id.endswith("_tests") or grade_id.endswith("_demo")
-    return True
-
-
-def _cell_source(cell):
-    src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(s for s in src if isinstance(s, str))
-    lines = [ln for ln in str(src).split("\n") if not ln.lstrip().startswith(("%", "!", "?"))]
-    return "\n".join(lines).strip("\n")
-
-
-def notebook_code(data):
-    """The student's own cells of a notebook (bytes or text), joined; "" when it is no notebook."""
-    try:
-        nb = json.loads(data)
-        cells = nb.get("cells", []) if isinstance(nb, dict) else []
-    except (ValueError, TypeError, RecursionError):
-        return ""
-    parts = [_cell_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"
-             and not _is_given_cell(c)]
-    return "\n\n".join(p for p in parts if p.strip())
-
-
-def _text(data):
-    return data.decode("utf-8", "replace") if isinstance(data, bytes) else str(data)
+# The one intake (submitted_files): the file of each step is the one the grader takes, and of a
+# notebook the code is that of the cells the grader runs. Cells the release gives are in the stub,
+# which is discounted as boilerplate; a cell a student marks "given" is still their code.
+notebook_code = submitted_files.notebook_code
 
 
 def own_code(files):
     """{step stem: {"file": relative path, "code": text}} from a submission's {relative path: bytes}
-    (batch.read_files), each step's file chosen as submitted_files.find chooses it (shallowest,
-    then a notebook before a .py)."""
-    best = {}
-    for rel in files:
-        name = rel.rsplit("/", 1)[-1]
-        stem, suffix = os.path.splitext(name)
-        if stem not in contract.STEP_BY_STEM or name not in contract.STEP_BY_STEM[stem].files:
-            continue
-        rank = (rel.count("/"), suffix != ".ipynb", rel)
-        if stem not in best or rank < best[stem]:
-            best[stem] = rank
-    out = {}
-    for stem, (_depth, _not_nb, rel) in sorted(best.items()):
-        code = notebook_code(files[rel]) if rel.endswith(".ipynb") else _text(files[rel])
-        out[stem] = {"file": rel, "code": code[:MAX_CODE_CHARS]}
-    return out
+    (batch.read_files): each step's file the one submitted_files.choose takes (the grader's), its
+    code what the grader runs (submitted_files.graded_code)."""
+    found = submitted_files.choose(files)
+    return {stem: {"file": f.relative, "code": submitted_files.graded_code(f)[:MAX_CODE_CHARS]}
+            for stem, f in sorted(found.files.items())}
 
 
 def store_code(folder, files):
@@ -220,13 +187,20 @@ _boilerplate = {}
 
 
 def boilerplate(stem):
-    """The k-gram hashes (a sorted array) of the released stub notebook's code for `stem`, every cell."""
+    """The k-gram hashes (a sorted array) of the released stub's code for `stem` (every cell of its
+    notebook), from its own assignment's stubs (contract.Assignment.stub_folder)."""
     if stem not in _boilerplate:
-        try:
-            nb = json.loads((STUBS / f"{stem}.ipynb").read_text(encoding="utf-8"))
-            code = "\n\n".join(_cell_source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code")
-        except (OSError, ValueError):
-            code = ""
+        owner = contract.assignment_of_step(stem)
+        code = ""
+        if owner is not None:
+            for name in contract.STEP_BY_STEM[stem].files:     # the released stub: its notebook, or its .py
+                try:
+                    data = (owner.stub_folder / name).read_bytes()
+                except OSError:
+                    continue
+                code = submitted_files.notebook_code(data, every_cell=True) if name.endswith(".ipynb") \
+                    else data.decode("utf-8", "replace")
+                break
         found = _fingerprint(code).hashes if code.strip() else set()
         _boilerplate[stem] = np.unique(np.fromiter(found, dtype=np.int64, count=len(found)))
     return _boilerplate[stem]
@@ -277,14 +251,15 @@ def _ranges(sl):
 def threshold(nearest):
     """The flagging threshold for one step (or overall) from the class's nearest-neighbour
     similarities: their median plus MAD_FACTOR robust standard deviations (1.4826 MAD), never
-    below FLOOR; None (nothing flagged) when that reaches 1: where most of the class writes
-    alike, alike is no sign of copying."""
+    below FLOOR; None (nothing stands out) when that reaches 1 or when the median itself is at
+    FLOOR or above (most students have a near-copy): where most of the class writes alike, no
+    threshold tells one pair from the others, and the ranking is the list to read."""
     if not nearest:
         return None
     med = statistics.median(nearest)
     mad = statistics.median(abs(v - med) for v in nearest)
     limit = max(FLOOR, med + MAD_FACTOR * 1.4826 * mad)
-    return limit if limit < 1 else None
+    return limit if limit < 1 and med < FLOOR else None
 
 
 def _spread(values):
@@ -314,7 +289,8 @@ def _pairs_sharing(groups, n_students):
 
 def score_step(stem, student_keys, hashes):
     """One step's scores: `student_keys` {student: code key}, `hashes` {code key: sorted array}.
-    Each k-gram weighs its rarity in the class, log(n / df) (0 when everybody has it); a pair's
+    Each k-gram weighs its rarity in the class, log((n + 1) / df), 0 when more than common_cap(n)
+    students have it; a pair's
     similarity is the weight of the k-grams both have over the smaller of their two weights."""
     students = sorted(student_keys)
     n = len(students)
@@ -326,7 +302,10 @@ def score_step(stem, student_keys, hashes):
     allh = np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
     owner = np.repeat(np.arange(n), [len(a) for a in arrays])
     uniq, inverse, df = np.unique(allh, return_inverse=True, return_counts=True)
-    weight = np.log(n / df)
+    # MOSS's -m: code in more than `cap` students is the class's own and weighs nothing; any other
+    # k-gram weighs its rarity, log((n + 1) / df), never 0 (in a small class where all copied, the
+    # copies are still alike)
+    weight = np.where(df <= cap, np.log((n + 1) / df), 0.0)
     ids = np.split(inverse, np.cumsum([len(a) for a in arrays])[:-1])
     mass = np.array([weight[i].sum() for i in ids])
     rare_count = np.bincount(owner[df[inverse] <= cap], minlength=n)
@@ -391,7 +370,8 @@ def analyse(codes_by_student, jobs=None):
     "flagged_steps", "steps": {stem: {"similarity", "shared", "shared_kgrams", "flagged", "slices_a",
     "slices_b"}}} (slices: character ranges of the matching distinctive code in each one's code)."""
     keys, texts = {}, {}
-    for stem in STEP_STEMS:
+    stems = _stems_of(codes_by_student)
+    for stem in stems:
         keys[stem] = {}
         for student, steps in codes_by_student.items():
             code = steps.get(stem, "")
@@ -408,11 +388,11 @@ def analyse(codes_by_student, jobs=None):
             items = list(per.items())
             for i in range(0, len(items), CHUNK):
                 tasks.append((stem, items[i:i + CHUNK]))
-        hashes = {stem: {} for stem in STEP_STEMS}
+        hashes = {stem: {} for stem in stems}
         for stem, found in runner.map(_hash_task, tasks):
             hashes[stem].update(found)
-        steps = {stem: score_step(stem, keys[stem], hashes[stem]) for stem in STEP_STEMS if keys[stem]}
-        result = combine(steps)
+        steps = {stem: score_step(stem, keys[stem], hashes[stem]) for stem in stems if keys[stem]}
+        result = combine(steps, stems)
         # the matching lines of the pairs shown
         wanted = [(p, stem) for p in result["pairs"] for stem in p["steps"]]
         tasks = [(stem, steps[stem]["common"], [(texts[stem][keys[stem][p["a"]]], texts[stem][keys[stem][p["b"]]])])
@@ -424,12 +404,16 @@ def analyse(codes_by_student, jobs=None):
     return result
 
 
-def combine(steps):
-    """Per-step scores -> the pairs flagged at a step or overall (all steps' code together: the
-    weight both share over the smaller of the two students' weights, at the steps where both had
-    distinctive code; a pair flagged overall must share MIN_OVERALL distinctive k-grams or more)."""
+def combine(steps, stems=None):
+    """Per-step scores -> the closest pairs, ranked (all steps' code together: the weight both
+    share over the smaller of the two students' weights, at the steps where both had distinctive
+    code), each marked where it stands out: flagged at a step (at or above the step's threshold,
+    MIN_OVERLAP shared distinctive k-grams) or overall (the overall threshold, MIN_OVERALL). Every
+    flagged pair is listed, and the TOP_PAIRS closest ones in any class: where most of the class
+    writes alike there is no threshold, and the ranking is what the instructor reads."""
+    stems = stems or list(steps)
     pair_steps = {}
-    for stem in STEP_STEMS:
+    for stem in stems:
         r = steps.get(stem)
         if not r:
             continue
@@ -451,26 +435,32 @@ def combine(steps):
         nearest[sa] = max(nearest[sa], sim)
         nearest[sb] = max(nearest[sb], sim)
     overall_limit = threshold(list(nearest.values())) if len(students) >= MIN_CLASS else None
-    flagged = []
+    ranked = []
     for (sa, sb), found in pair_steps.items():
         sim, count, compared = overall[sa, sb]
-        flagged_steps = [stem for stem in STEP_STEMS if found.get(stem, {}).get("flagged")]
+        flagged_steps = [stem for stem in stems if found.get(stem, {}).get("flagged")]
         flagged_overall = overall_limit is not None and sim >= overall_limit and count >= MIN_OVERALL
-        if flagged_steps or flagged_overall:
-            shown = flagged_steps or sorted(found, key=lambda st: -found[st]["similarity"])[:2]
-            flagged.append({"a": sa, "b": sb, "overall": round(sim, 4), "flagged_overall": flagged_overall,
-                            "flagged_steps": flagged_steps,
-                            "steps": {stem: dict(found[stem], slices_a=[], slices_b=[]) for stem in shown}})
-    flagged.sort(key=lambda p: (-p["overall"], p["a"], p["b"]))
+        shown = flagged_steps or sorted(found, key=lambda st: (-found[st]["similarity"], st))[:2]
+        ranked.append({"a": sa, "b": sb, "overall": round(sim, 4), "flagged_overall": flagged_overall,
+                       "flagged_steps": flagged_steps, "shared_kgrams": count,
+                       "steps": {stem: dict(found[stem], slices_a=[], slices_b=[]) for stem in shown}})
+    ranked.sort(key=lambda p: (-p["overall"], -p["shared_kgrams"], p["a"], p["b"]))
+    flagged = [p for i, p in enumerate(ranked) if i < TOP_PAIRS or p["flagged_steps"] or p["flagged_overall"]]
+    for i, p in enumerate(flagged, 1):
+        p["rank"] = i
     summary = {stem: {k: r[k] for k in ("n", "eligible", "common_cap", "common_kgrams", "median", "mad")}
                | {"threshold": None if r["threshold"] is None else round(r["threshold"], 4),
-                  "flagged_pairs": sum(1 for p in flagged if stem in p["flagged_steps"])}
+                  "flagged_pairs": sum(1 for p in flagged if stem in p["flagged_steps"]),
+                  # most of the class writes alike here: a note beside the ranking, never a reason to hide it
+                  "writes_alike": r["threshold"] is None and r["eligible"] >= MIN_CLASS}
                for stem, r in steps.items()}
     return {"steps": summary, "overall_threshold": None if overall_limit is None else round(overall_limit, 4),
-            "pairs": flagged, "nearest_overall": {s: round(v, 4) for s, v in nearest.items()},
+            "pairs": flagged, "class_writes_alike": overall_limit is None and len(students) >= MIN_CLASS,
+            "median_nearest": _spread(list(nearest.values()))[0], "nearest_overall": {s: round(v, 4) for s, v in nearest.items()},
             "parameters": {"k": K, "window": 1, "min_own": MIN_OWN, "min_overlap": MIN_OVERLAP, "min_overall": MIN_OVERALL,
                            "common_min": COMMON_MIN, "common_share": COMMON_SHARE, "floor": FLOOR,
-                           "mad_factor": MAD_FACTOR, "min_class": MIN_CLASS}}
+                           "mad_factor": MAD_FACTOR, "min_class": MIN_CLASS,
+                           "top_pairs": TOP_PAIRS}}
 
 
 # ------------------------------------------------------------------ the matching lines, for the page
