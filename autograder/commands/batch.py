@@ -319,8 +319,12 @@ _grader = None                    # this worker's warm grader (grading.Grader): 
 
 def warm_up():
     """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
-    imports, and the worker's pytest session, which collects the suites once for all its tasks."""
+    imports, and the worker's pytest session, which collects the suites once for all its tasks.
+    Ctrl-C is the client's to handle (it says what finished): a worker ignores it, finishes the
+    submission in hand and is shut down, instead of printing its own traceback."""
     global _grader
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from autograder.sandbox import zygote
         zygote.start()
@@ -420,19 +424,23 @@ class DaskPool:
 STEP_STEMS = [s.stem for s in contract.STEPS]
 
 
-def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
+def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None,
+              only=None):
     """Grade every submission under `root` into `out_dir`/<key>/results.json (key: safe_name of
     the student's name), the messages in `lang` (default: the current language; graded.json beside
     it keeps them unrendered, reports/stored.py); returns
     {student: (outcome, results)} where outcome is "graded", "skipped" or "error". Every entry
     under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
     the reason, in its results, the CSV's error column and the progress output), or it is a
-    hidden entry, listed with the reason in the progress output and its summary."""
+    hidden entry, listed with the reason in the progress output and its summary. `only`: the
+    names of the students to grade (`grade-all --student`), graded again even if unchanged."""
     from autograder.commands.progress import Progress
     from autograder.grading.run import Report
     from autograder.reports.stored import Stored
     lang = lang or i18n.get_language()
     subs, left_out = survey(root)
+    if only is not None:
+        subs, left_out = [s for s in subs if s.student in only], []
     if progress is None:
         progress = Progress(len(subs))
     progress.total = len(subs)
@@ -452,7 +460,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             progress.update(sub.student, "error", reason=render(why, lang))
             continue
         fp = fingerprint(files, limits)
-        old = previous_result(out_dir, sub, fp)
+        old = None if only is not None else previous_result(out_dir, sub, fp)
         if old is not None:
             # graded before, from the same files by the same grader: written again in this run's language
             outcomes[sub.student] = ("skipped", _store(out_dir, sub, old, lang, cached=True))
@@ -524,6 +532,7 @@ def write_csv(path, results_by_student):
     student's name and the error are written for a spreadsheet (safe_text.for_csv_cell): a cell
     that would start a formula gets a leading quote, control characters are shown as escapes."""
     buf = io.StringIO()
+    buf.write("\ufeff")         # UTF-8's byte order mark: how Excel knows the file is UTF-8 (names in any script)
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student"] + STEP_STEMS + ["total", "max_score", "error"])
     for student, results in results_by_student.items():
