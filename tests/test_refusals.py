@@ -207,6 +207,11 @@ def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_pat
     assert "alice: skipped (unchanged, not regraded)" in done.stderr
     (bob,) = [l for l in done.stderr.splitlines() if "] bob: " in l]
     assert "/70" in bob and "unchanged" not in bob, bob            # graded this time
+    # --student: the one named is graded again although unchanged; the others are not looked at
+    again = subprocess.run(args + ["--student", "alice"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert "[1/1] alice: " in again.stderr and "unchanged" not in again.stderr and "bob" not in again.stderr
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
