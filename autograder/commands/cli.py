@@ -486,7 +486,7 @@ def add_audit(sub):
     a.add_argument("--sample", type=positive(int), help="audit only this many mutants per step, drawn with --seed")
     a.add_argument("--seed", type=int, default=0, help="the draw of --sample (default %(default)s)")
     a.add_argument("--record", action="store_true", help="whole assignments only: write each one's record "
-                                                          "(docs/mutation_audit*.json) and README table from this run")
+                                                          "(docs/mutation_audit*.json) and its table in docs/audit.md from this run")
     a.add_argument("--min-score", type=float, default=0.98,
                    help="exit 1 when a step's mutation score is below this (default %(default)s)")
 
@@ -516,7 +516,7 @@ def audit(args):
         print(f"{assignment}:\n{mutation_audit.text(outcomes, timings)}\n")
         if args.record:
             path = mutation_audit.record(outcomes, timings, args.jobs, assignment)
-            print(f"recorded: {path.relative_to(mutation_audit.KIT_ROOT)} and README.md\n")
+            print(f"recorded: {path.relative_to(mutation_audit.KIT_ROOT)} and docs/audit.md\n")
         everything += outcomes
         total = {k: total.get(k, 0.0) + v for k, v in timings.items()}
     if args.report:
