@@ -96,9 +96,10 @@ def run_command(args):
 
     if args.command == "build":
         from autograder.commands import release
+        from autograder.commands.progress import stages
         if args.check:
-            return release.check()
-        release.build()
+            return release.check(stages())
+        release.build(say=stages())
         print("rebuilt solutions/ and assignments/ from source/")
         return 0
 
