@@ -483,8 +483,10 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
                     graded, outcome = Stored(sub.student, error=reason), "error"
                 results = _store(out_dir, sub, graded, lang)
                 outcomes[sub.student] = (outcome, results)
+                unreadable = unreadable_files(results)
                 progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
-                                reason=None if reason is None else render(reason, lang))
+                                reason=render(reason, lang) if reason is not None
+                                else render(_("unreadable: {files}", files=unreadable), lang) if unreadable else None)
         finally:
             pool.close()
     if csv_path:
@@ -527,6 +529,15 @@ def _store(out_dir, sub, graded, lang, cached=False):
     return results
 
 
+def unreadable_files(results):
+    """The step files of a graded submission that could not be read (a notebook that is not JSON,
+    bytes that are not UTF-8, a syntax error: their checks carry the `unreadable` tag), as text."""
+    steps = results["extra_data"].get("steps", {})
+    stems = sorted({t["tags"][0].split(":", 1)[1] for t in results.get("tests", [])
+                    if "unreadable" in t.get("tags", ()) and t["tags"] and t["tags"][0].startswith("step:")})
+    return ", ".join(str((steps.get(stem) or {}).get("file") or stem) for stem in stems)
+
+
 def write_csv(path, results_by_student):
     """The gradebook: one row per student, a column per step, the total and the maximum. The
     student's name and the error are written for a spreadsheet (safe_text.for_csv_cell): a cell
@@ -540,5 +551,7 @@ def write_csv(path, results_by_student):
         w.writerow([safe_text.for_csv_cell(student)]
                    + [f"{steps[s]['score']:g}" if s in steps else "0" for s in STEP_STEMS]
                    + [f"{results['score']:g}", f"{results['extra_data']['max_score']:g}",
-                      safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
+                      safe_text.for_csv_cell(results["extra_data"].get("error", "")
+                                             or (str(_("unreadable: {files}", files=unreadable_files(results)))
+                                                 if unreadable_files(results) else ""))])
     atomic.write_text(path, buf.getvalue())

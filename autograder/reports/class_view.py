@@ -121,11 +121,15 @@ def _check_title(test):
 
 # ------------------------------------------------------------------ the numbers
 def step_state(entry, stem):
-    """"missing", "stub" (no check passed and a part still raises NotImplementedError) or "attempted"."""
+    """"missing", "unreadable" (the file could not be read: not JSON, not UTF-8, a syntax error; its
+    checks are no misconception and no forbidden API), "stub" (no check passed and a part still
+    raises NotImplementedError) or "attempted"."""
     info = entry.extra.get("steps", {}).get(stem) if isinstance(entry.extra.get("steps"), dict) else None
     if not isinstance(info, dict) or not info.get("file"):
         return "missing"
     tests = [t for t in entry.results["tests"] if _step_of(t) == stem]
+    if any("unreadable" in t.get("tags", []) for t in tests):
+        return "unreadable"
     if tests and not any(t.get("status") == "passed" for t in tests) and any(
             "not-implemented" in t.get("tags", []) for t in tests):
         return "stub"
@@ -166,6 +170,7 @@ def compute(entries):
             "full_marks_share": round(sum(1 for s in scores if s >= step.points) / n, 4) if n else None,
             "histogram": {str(b): hist.get(b, 0) for b in range(step.points + 1)},
             "missing": states["missing"], "stub": states["stub"], "attempted": states["attempted"],
+            "unreadable": states["unreadable"],
             "correct_but_slow": slow, "forbidden_api": forbidden}
     attempted = {(e.key, stem) for e in graded for stem in STEMS if step_state(e, stem) == "attempted"}
     for e in graded:
@@ -404,7 +409,7 @@ def _mean(value):
 def _steps_table(data):
     head = "".join(f"<th>{_e(label)}</th>" for label in (
         _("step"), _("title"), _("mean"), _("at full marks"), _("correct but slow"), _("forbidden API"),
-        _("still a stub"), _("no file")))
+        _("still a stub"), _("no file"), _("file unreadable")))
     rows = []
     for step in STEPS:
         st = data["steps"][step.stem]
@@ -412,7 +417,8 @@ def _steps_table(data):
                     f'<td class="n">{_mean(st["mean"])} / {step.points}</td>'
                     f'<td class="n">{st["full_marks"]} ({_pct(st["full_marks_share"])})</td>'
                     f'<td class="n">{st["correct_but_slow"]}</td><td class="n">{st["forbidden_api"]}</td>'
-                    f'<td class="n">{st["stub"]}</td><td class="n">{st["missing"]}</td></tr>')
+                    f'<td class="n">{st["stub"]}</td><td class="n">{st["missing"]}</td>'
+                    f'<td class="n">{st.get("unreadable", 0)}</td></tr>')
     return f'<table id="steps-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 
