@@ -162,6 +162,23 @@ def test_gradescope_zip_refuses_a_path_it_cannot_write(tmp_path):
     one_error_line(*kit("gradescope-zip", tmp_path / "folder.zip", tmp_path=tmp_path), "is a folder")
 
 
+def test_the_crosscheck_and_the_audit_refuse_what_they_cannot_do(tmp_path):
+    one_error_line(*kit("nbgrader-crosscheck", "--course", tmp_path / "nope", tmp_path=tmp_path), "is not a folder")
+    one_error_line(*kit("nbgrader-crosscheck", "--course", tmp_path, tmp_path=tmp_path), "is not an nbgrader course")
+    one_error_line(*kit("audit", "--steps", "04_softmax", "--report", tmp_path / "nope" / "a.json",
+                        tmp_path=tmp_path), "--report", "does not exist")
+
+
+def test_an_os_error_without_an_errno_is_said_in_its_own_words(tmp_path):
+    """A Dask scheduler that does not answer: distributed raises OSError("Timed out trying to connect ...")."""
+    pytest.importorskip("distributed")
+    student(tmp_path / "class" / "alice")
+    line = one_error_line(*kit("grade-all", tmp_path / "class", "--results-dir", tmp_path / "out", "--scheduler",
+                               "tcp://127.0.0.1:9", "--isolation", "process", tmp_path=tmp_path, timeout=300),
+                          exit_code=1)
+    assert "127.0.0.1:9" in line and "details in" in line
+
+
 # ------------------------------------------------------------------ no traceback, whatever fails
 def test_an_os_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
     """/dev/full takes the zip's open and refuses its writes: an OSError past every check."""

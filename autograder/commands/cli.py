@@ -135,6 +135,12 @@ def run_command(args):
 
     if args.command == "nbgrader-crosscheck":
         from autograder.commands import crosscheck
+        course = Path(args.course)
+        if not course.is_dir():
+            raise Refused(_("{path} is not a folder", path=shown(args.course)))
+        if not args.db and not any((course / f).is_file() for f in ("nbgrader_config.py", "gradebook.db")):
+            raise Refused(_("{path} is not an nbgrader course (no nbgrader_config.py or gradebook.db): give the "
+                            "course folder with --course, or its gradebook with --db", path=shown(args.course)))
         return crosscheck.print_rows(crosscheck.crosscheck(args.course, args.db, args.student))
     return 2
 

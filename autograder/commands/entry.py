@@ -51,7 +51,7 @@ def os_error_text(exc):
     """An OSError in words: what failed, on which path (`[Errno 2] No such file...: 'x'` without the jargon)."""
     from autograder.i18n import _
     from autograder.safe_text import for_terminal
-    what = exc.strerror or type(exc).__name__
+    what = exc.strerror or (str(exc).splitlines() or [""])[0][:300] or type(exc).__name__
     if exc.filename is not None:
         return _("{error}: {path}", error=what, path=for_terminal(os.fsdecode(exc.filename), newlines=False))
     return what
