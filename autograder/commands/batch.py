@@ -433,14 +433,13 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
     under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
     the reason, in its results, the CSV's error column and the progress output), or it is a
     hidden entry, listed with the reason in the progress output and its summary. `only`: the
-    names of the students to grade (`grade-all --student`), graded again even if unchanged."""
+    names of students to grade again even if unchanged (`grade-all --student`); the others as
+    in any rerun, so the gradebook stays whole."""
     from autograder.commands.progress import Progress
     from autograder.grading.run import Report
     from autograder.reports.stored import Stored
     lang = lang or i18n.get_language()
     subs, left_out = survey(root)
-    if only is not None:
-        subs, left_out = [s for s in subs if s.student in only], []
     if progress is None:
         progress = Progress(len(subs))
     progress.total = len(subs)
@@ -460,7 +459,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             progress.update(sub.student, "error", reason=render(why, lang))
             continue
         fp = fingerprint(files, limits)
-        old = None if only is not None else previous_result(out_dir, sub, fp)
+        old = None if only and sub.student in only else previous_result(out_dir, sub, fp)
         if old is not None:
             # graded before, from the same files by the same grader: written again in this run's language
             outcomes[sub.student] = ("skipped", _store(out_dir, sub, old, lang, cached=True))

@@ -386,7 +386,8 @@ def add_grade_all(sub):
                                                     "OUT/class.json and each student's OUT/<student>/feedback.html")
     a.add_argument("--no-similarity", action="store_true", help="with --report: leave out the similar-code pairs")
     a.add_argument("--student", action="append", metavar="NAME",
-                   help="grade only this student, even if unchanged since the last run (repeatable)")
+                   help="grade this student again even if unchanged since the last run (repeatable); the "
+                        "others as in any rerun")
     add_limit_args(a)
 
 
