@@ -240,3 +240,28 @@ def test_refusals_are_in_the_chosen_language(tmp_path, lang):
     (tmp_path / "empty").mkdir()
     _c, _o, err = kit("grade", tmp_path / "empty", "--lang", lang, tmp_path=tmp_path)
     assert ("no step file in" in err) == (lang == "en")
+
+
+def test_an_interrupted_grade_is_one_line_and_writes_no_results(tmp_path):
+    """Ctrl-C while a step runs: SIGINT to the grader (sent by a thread of its own process once
+    the student's code has started, so the moment is known), one `error: interrupted` line, exit
+    130, no results.json half written."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    started = tmp_path / "started"
+    (sub / "04_softmax.py").write_text(f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(60)\n")
+    driver = (
+        "import os, signal, sys, threading, time\n"
+        "def later():\n"
+        f"    while not os.path.exists({str(started)!r}): time.sleep(0.2)\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "threading.Thread(target=later, daemon=True).start()\n"
+        "from autograder.commands.entry import main\n"
+        "main(sys.argv[1:])\n")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-c", driver, "grade", str(sub), "--results", str(tmp_path / "r.json"),
+                           "--isolation", "process", "--call-timeout", "120"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    line = one_error_line(done.returncode, done.stdout, done.stderr, "interrupted", "details in", exit_code=130)
+    assert not (tmp_path / "r.json").exists(), line
