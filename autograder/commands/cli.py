@@ -1,5 +1,13 @@
 """Command line: `python -m autograder grade SUBMISSION [--results FILE] [--format F --out FILE]`,
-`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`, `grade-all`, `class-report OUT`, `audit`."""
+`build`, `gradescope-zip OUT.zip`, `nbgrader-crosscheck`, `grade-all`, `class-report OUT`, `audit`,
+`--version`.
+
+What a command cannot do right it refuses before doing anything (`Refused`: one `error:` line,
+exit 2): a class folder given to `grade`, one student's folder to `grade-all`, a near-miss step
+file name (the right one named, from the file search's own names), no step file, unknown steps,
+a results folder without results, an output path that cannot be written, a number not above 0.
+Anything else that fails ends in one line too (commands/entry.py), its traceback in a log.
+"""
 import argparse
 import difflib
 import os
@@ -47,7 +55,9 @@ def main(argv=None):
     parser.add_argument("--version", action="version", version=f"attention-kit {version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     g = sub.add_parser("grade", help="grade one submission (a folder of step files, or one step file)")
-    g.add_argument("submission", help="folder holding 01_projection.ipynb ... 07_full_module.ipynb (or .py)")
+    g.add_argument("submission", help="one student's folder of step files (.ipynb or .py), of one assignment: "
+                   + "; ".join(f"{steps[0].stem} ... {steps[-1].stem}" for steps in contract.ASSIGNMENTS.values())
+                   + "; or one step file")
     g.add_argument("--results", default="results.json", help="where to write Gradescope results.json")
     g.add_argument("--steps", help="comma-separated step stems to grade (default: all)")
     add_limit_args(g)
@@ -377,7 +387,8 @@ def start_warm_children():
 def add_grade_all(sub):
     a = sub.add_parser("grade-all", help="grade every submission under a folder (nbgrader's submitted/, "
                                          "a folder or a zip per student), in parallel, resumably")
-    a.add_argument("root", help="submitted/<student>/self_attention/, <student>/ folders, or <student>.zip files")
+    a.add_argument("root", help="the folder holding one folder or .zip per student, or an nbgrader course "
+                                "(its submitted/<student>/<assignment>/)")
     a.add_argument("--results-dir", required=True, help="OUT/<student>/results.json (Gradescope format)")
     a.add_argument("--csv", help="the gradebook: one row per student, a column per step, the total")
     a.add_argument("--jobs", type=positive(int), help="worker processes (default: one per core)")
