@@ -52,6 +52,14 @@ def test_grade_refuses_a_folder_of_several_students(tmp_path):
     assert not (tmp_path / "results.json").exists(), line
 
 
+def test_grade_refuses_an_nbgrader_course(tmp_path):
+    course = tmp_path / "course"
+    student(course / "source" / "self_attention")
+    student(course / "submitted" / "alice" / "self_attention")
+    (course / "nbgrader_config.py").write_text("")
+    one_error_line(*kit("grade", course, tmp_path=tmp_path), "is an nbgrader course", "grade-all")
+
+
 def test_grade_refuses_a_near_miss_file_name_and_names_the_right_one(tmp_path):
     for bad, good in (("04_softmax (1).ipynb", "04_softmax.ipynb"), ("04_Softmax.py", "04_softmax.py"),
                       ("02_scores-copy.py", "02_scores.py"), ("04_rope (2).ipynb", "04_rope.ipynb")):

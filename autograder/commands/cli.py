@@ -232,6 +232,11 @@ def one_submission(path, steps):
                         "the step files of each assignment are listed by `python -m autograder --help`",
                         folder=shown(path)))
     tops = sorted(t for t in by_top if t)
+    from autograder.commands import batch
+    if "" not in by_top and batch.nbgrader_base(path) is not None:
+        raise Refused(_("{folder} is an nbgrader course: grade its students with `python -m autograder grade-all "
+                        "{folder} --results-dir OUT`, or one of them with `grade {folder}/submitted/<student>`",
+                        folder=shown(path)))
     if "" not in by_top and len(tops) > 1:
         raise Refused(_("{folder} holds {n} submissions ({names}): grade one student's folder, or grade them all "
                         "with `python -m autograder grade-all {folder} --results-dir OUT`",
