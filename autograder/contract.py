@@ -315,7 +315,8 @@ def assignments_of(stems):
     return out
 
 
-# ------------------------------------------------------------------ the README's table, from the contract
+# ------------------------------------------------------------------ the contract page's tables, from the contract
+CONTRACT_PAGE = "docs/contract.md"     # the documentation site's contract page (issue 29: once README.md)
 README_BEGIN, README_END = "<!-- contract:table begin -->", "<!-- contract:table end -->"
 
 
@@ -334,7 +335,7 @@ def _item(item):
 
 
 def readme_markers(assignment=ASSIGNMENT):
-    """(begin, end): the markers around an assignment's table in README.md (the first
+    """(begin, end): the markers around an assignment's table in docs/contract.md (the first
     assignment's are the plain ones)."""
     if assignment == ASSIGNMENT:
         return README_BEGIN, README_END
@@ -342,8 +343,8 @@ def readme_markers(assignment=ASSIGNMENT):
 
 
 def readme_table(assignment=ASSIGNMENT):
-    """The contract of an assignment as the README shows it, between its markers (a test checks
-    that README.md holds exactly this)."""
+    """The contract of an assignment as docs/contract.md shows it, between its markers (a test checks
+    that the page holds exactly this)."""
     begin, end = readme_markers(assignment)
     lines = ["| file | library | defines: shapes; meaning |", "|---|---|---|"]
     for step in ASSIGNMENTS[assignment]:

@@ -18,7 +18,7 @@ and prints, per assignment, the ratios against the targets of issue 7, and each 
 proportional set size (PSS) of every process it started, sampled every 0.1 s).
 
     --record   also writes the figures to benchmarks/grading_speed.json and puts the same table
-               into README.md between its `benchmark:grading_speed` markers (README figures are
+               into docs/benchmark.md between its `benchmark:grading_speed` markers (the figures are
                this program's output, never typed; tests/test_benchmark_record.py holds them equal)
 """
 import argparse
@@ -232,7 +232,7 @@ def main():
     ap.add_argument("--slow-seconds", type=float, default=SLOW_SECONDS,
                     help="seconds a slow student's notebook sleeps at import (default %(default)s; "
                          "nbgrader and the kit both wait for it, the ratios shrink as it grows)")
-    ap.add_argument("--record", action="store_true", help="write benchmarks/grading_speed.json and the README table")
+    ap.add_argument("--record", action="store_true", help="write benchmarks/grading_speed.json and the table in docs/benchmark.md")
     args = ap.parse_args()
     assignments = [a for a in args.assignments.split(",") if a]
     unknown = sorted(set(assignments) - set(contract.ASSIGNMENTS))
@@ -335,6 +335,7 @@ def render(data):
 
 
 RECORD = ROOT / "benchmarks" / "grading_speed.json"
+PAGE = ROOT / "docs" / "benchmark.md"      # the documentation site's benchmark page (issue 29: once README.md)
 README_BEGIN, README_END = "<!-- benchmark:grading_speed begin -->", "<!-- benchmark:grading_speed end -->"
 
 
@@ -344,12 +345,12 @@ def readme_block(data):
 
 
 def record(data):
-    """Write the figures and put their table into README.md (between the markers)."""
+    """Write the figures and put their table into docs/benchmark.md (between the markers)."""
     RECORD.write_text(json.dumps(data, indent=2) + "\n")
-    readme = (ROOT / "README.md").read_text()
+    readme = PAGE.read_text(encoding="utf-8")
     a, b = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
-    (ROOT / "README.md").write_text(readme[:a] + readme_block(data) + readme[b:])
-    print(f"recorded in {RECORD.relative_to(ROOT)} and README.md")
+    PAGE.write_text(readme[:a] + readme_block(data) + readme[b:], encoding="utf-8")
+    print(f"recorded in {RECORD.relative_to(ROOT)} and {PAGE.relative_to(ROOT)}")
 
 
 def git_commit():

@@ -2,7 +2,7 @@
 sample of mutants of every step graded by the real grader, none of which may keep full marks.
 
 The full audit (`python -m autograder audit`, all mutants of both assignments, some 15 minutes) is
-recorded in the README, a table per assignment; here a sample (2 per step of the first assignment, 1 per
+recorded in docs/audit.md, a table per assignment; here a sample (2 per step of the first assignment, 1 per
 step of the second), the same every run (seeded), keeps CI fast.
 """
 import json
@@ -180,10 +180,10 @@ def test_an_audit_without_steps_covers_every_assignment_one_run_each():
 
 @pytest.mark.parametrize("assignment", list(contract.ASSIGNMENTS))
 def test_the_readme_shows_the_recorded_full_audit_and_it_is_current(assignment):
-    """README's table of each assignment is the output of its recorded run (`audit --record`), that run
+    """docs/audit.md's table of each assignment is the output of its recorded run (`audit --record`), that run
     audited exactly today's mutants, and it met the target: >= 98% killed at every step, no kit bug found."""
     data = json.loads(audit.record_path(assignment).read_text(encoding="utf-8"))
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = audit.PAGE.read_text(encoding="utf-8")
     a, b = audit.readme_span(readme, assignment)
     assert readme[a:b] == audit.readme_block(data, assignment), "rerun `python -m autograder audit --record`"
     recorded = [(m["id"], m["change"]) for m in data["mutants"]]

@@ -142,7 +142,7 @@ def test_a_sample_matches_single_grading_check_by_check(klass):
 
 
 def test_the_csv_gradebook_has_a_row_per_student_and_a_column_per_step(klass):
-    rows = list(csv.DictReader(klass["csv"].open()))
+    rows = list(csv.DictReader(klass["csv"].open(encoding="utf-8-sig")))
     assert list(rows[0]) == ["student"] + ALL + ["total", "max_score", "error"]
     assert sorted(r["student"] for r in rows) == sorted(klass["expected"])
     for r in rows:
@@ -190,7 +190,7 @@ def test_an_nbgrader_layout_a_zip_with_a_path_traversal_and_a_broken_zip(tmp_pat
     broken = batch_results(out, "broken")
     assert broken["score"] == 0 and "could not be read" in broken["extra_data"]["error"]
     assert not (tmp_path / "escaped").exists() and not Path("/abs").exists()
-    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "g.csv").open())}
+    rows = {r["student"]: r for r in csv.DictReader((tmp_path / "g.csv").open(encoding="utf-8-sig"))}
     assert rows["mallory"]["total"] == "10" and rows["broken"]["error"]
 
 

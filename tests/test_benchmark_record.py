@@ -1,5 +1,5 @@
-"""README's speed figures are the benchmark's own output (benchmarks/grading_speed.py --record),
-never typed: the table between the README's markers must be exactly what the recorded figures render."""
+"""The speed figures of docs/benchmark.md are the benchmark's own output (benchmarks/grading_speed.py --record),
+never typed: the table between the page's markers must be exactly what the recorded figures render."""
 import importlib.util
 import json
 import re
@@ -20,11 +20,11 @@ def load_benchmark():
 def test_readme_table_is_the_recorded_benchmark_output():
     bench = load_benchmark()
     data = json.loads(bench.RECORD.read_text())
-    readme = (ROOT / "README.md").read_text()
+    readme = bench.PAGE.read_text(encoding="utf-8")
     assert readme.count(bench.README_BEGIN) == 1 and readme.count(bench.README_END) == 1
     a, b = readme.index(bench.README_BEGIN), readme.index(bench.README_END) + len(bench.README_END)
     assert readme[a:b] == bench.readme_block(data), \
-        "README's benchmark table differs from benchmarks/grading_speed.json: rerun the benchmark with --record"
+        "docs/benchmark.md's table differs from benchmarks/grading_speed.json: rerun the benchmark with --record"
 
 
 def test_render_computes_the_ratios_from_the_seconds():

@@ -161,7 +161,7 @@ def test_each_student_has_exactly_their_own_results_file(graded_class):
 
 
 def test_the_gradebook_has_one_row_per_student_in_the_right_row(graded_class):
-    with open(graded_class["csv"], encoding="utf-8", newline="") as f:
+    with open(graded_class["csv"], encoding="utf-8-sig", newline="") as f:
         rows = list(csv.DictReader(f))
     everyone = set(graded_class["expected"]) | set(graded_class["problems"])
     assert len(rows) == len(everyone)

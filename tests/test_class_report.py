@@ -77,7 +77,7 @@ def rows_of(page_text):
 
 
 def gradebook(path):
-    with open(path, encoding="utf-8", newline="") as f:
+    with open(path, encoding="utf-8-sig", newline="") as f:
         return list(csv.DictReader(f))
 
 

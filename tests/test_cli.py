@@ -103,3 +103,23 @@ def test_one_entry_point_whichever_way_the_grader_is_started():
     done = subprocess.run([str(Path(sys.executable).parent / "attention-kit"), "grade", "--help"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "--results" in done.stdout
+
+
+def test_build_says_each_stage_as_it_starts(monkeypatch, capsys, tmp_path):
+    """`build` takes most of a minute (nbgrader): each stage is a line on stderr as it starts,
+    nbgrader's last. The stages themselves are replaced here by a record of their order."""
+    from autograder.commands import cli, release
+    done = []
+    for name in ("check_sources", "write_solutions", "write_template", "generate_assignment"):
+        monkeypatch.setattr(release, name, lambda *a, name=name, **k: done.append(name))
+    # nothing of the checkout is removed either (build clears the release folders it rewrites)
+    import types
+    monkeypatch.setattr(release, "shutil", types.SimpleNamespace(rmtree=lambda path: done.append("rmtree")))
+    assert cli.main(["build"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split("] ", 1)[1].split(" ")[0] for line in err] == ["checking", "writing", "writing", "writing",
+                                                                      "releasing"]
+    assert "nbgrader generate_assignment (en, zh)" in err[-1]
+    assert [d for d in done if d != "rmtree"] == ["check_sources", "write_solutions", "write_template",
+                                                  "write_template", "generate_assignment"]
+    assert (ROOT / "assignments" / "self_attention" / "04_softmax.ipynb").is_file()

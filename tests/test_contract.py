@@ -1,5 +1,5 @@
 """The contract (autograder/contract.py) is typed code, and what shows it reads it or is checked
-against it: the README's table is rendered from it, the references and the released stubs define
+against it: docs/contract.md's table is rendered from it, the references and the released stubs define
 exactly its names with its parameters, and the notebooks' step metadata names its steps."""
 import ast
 import inspect
@@ -18,12 +18,12 @@ ALL_IDS = [f"{a}/{step.stem}" for a, step in ALL_STEPS]
 
 @pytest.mark.parametrize("assignment", contract.ASSIGNMENTS)
 def test_the_readme_table_is_the_contract(assignment):
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / contract.CONTRACT_PAGE).read_text(encoding="utf-8")
     begin, end = contract.readme_markers(assignment)
-    assert readme.count(begin) == 1, f"README has no table for {assignment}: paste contract.readme_table({assignment!r})"
+    assert readme.count(begin) == 1, f"{contract.CONTRACT_PAGE} has no table for {assignment}: paste contract.readme_table({assignment!r})"
     a, b = readme.index(begin), readme.index(end) + len(end)
     assert readme[a:b] == contract.readme_table(assignment), \
-        f"README's contract table of {assignment} is stale: paste contract.readme_table({assignment!r})"
+        f"{contract.CONTRACT_PAGE}'s contract table of {assignment} is stale: paste contract.readme_table({assignment!r})"
 
 
 def test_the_assignments_of_the_contract():

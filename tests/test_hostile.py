@@ -63,7 +63,7 @@ EXPECTED = {
     "sleep_in_call": (0, "softmax(...) timed out after 2 s"),
     "sneaky_subclass": (2, "returned a submission.Always, a subclass of numpy.ndarray"),
     "stderr_warning": (10, None),
-    "syntax_error": (0, "Running your file stopped with SyntaxError"),
+    "syntax_error": (0, "could not be read (SyntaxError), so nothing in it was graded"),
     "tamper_kit": (10, None),
     "wrong_dtype": (3, "has dtype float16; expected float64"),
 }
@@ -337,7 +337,7 @@ NEW_EXPECTED = {
     # compared in the grader: a tensor subclass that claims equality is its values, zeros
     "sneaky_subclass": (4.5, "144 of 144 values differ from the expected ones"),
     "stderr_warning": (10, None),
-    "syntax_error": (0, "Running your file stopped with SyntaxError"),
+    "syntax_error": (0, "could not be read (SyntaxError), so nothing in it was graded"),
     "tamper_kit": (10, None),
     "wrong_dtype": (2.5, "k_all has dtype float16; expected float64"),
     # the step's own attacks (tests/hostile/*.05_kv_cache.py), on what the runner does with the

@@ -268,7 +268,10 @@ def write_report(outcomes, timings, path):
                           encoding="utf-8")
 
 
-# ------------------------------------------------------------------ the record in README.md
+# ------------------------------------------------------------------ the record in docs/audit.md
+PAGE = KIT_ROOT / "docs" / "audit.md"      # the documentation site's audit page (issue 29: once README.md)
+
+
 def record_path(assignment):
     """docs/mutation_audit.json for the first assignment, docs/mutation_audit_<assignment>.json for another."""
     suffix = "" if assignment == contract.ASSIGNMENT else f"_{assignment}"
@@ -320,7 +323,7 @@ def readme_span(readme, assignment):
 
 
 def record(outcomes, timings, jobs, assignment=contract.ASSIGNMENT):
-    """The assignment's record (record_path) and its README table (between its markers), from this run."""
+    """The assignment's record (record_path) and its table in docs/audit.md (between its markers), from this run."""
     import datetime
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=KIT_ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
@@ -330,7 +333,7 @@ def record(outcomes, timings, jobs, assignment=contract.ASSIGNMENT):
     path = record_path(assignment)
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    readme = (KIT_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = PAGE.read_text(encoding="utf-8")
     a, b = readme_span(readme, assignment)
-    (KIT_ROOT / "README.md").write_text(readme[:a] + readme_block(data, assignment) + readme[b:], encoding="utf-8")
+    PAGE.write_text(readme[:a] + readme_block(data, assignment) + readme[b:], encoding="utf-8")
     return path

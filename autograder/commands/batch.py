@@ -328,8 +328,12 @@ _grader = None                    # this worker's warm grader (grading.Grader): 
 
 def warm_up():
     """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
-    imports, and the worker's pytest session, which collects the suites once for all its tasks."""
+    imports, and the worker's pytest session, which collects the suites once for all its tasks.
+    Ctrl-C is the client's to handle (it says what finished): a worker ignores it, finishes the
+    submission in hand and is shut down, instead of printing its own traceback."""
     global _grader
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from autograder.sandbox import zygote
         zygote.start()
@@ -428,14 +432,17 @@ class DaskPool:
 # ------------------------------------------------------------------ the batch
 
 
-def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None):
+def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, progress=None, lang=None,
+              only=None):
     """Grade every submission under `root` into `out_dir`/<key>/results.json (key: safe_name of
     the student's name), the messages in `lang` (default: the current language; graded.json beside
     it keeps them unrendered, reports/stored.py); returns
     {student: (outcome, results)} where outcome is "graded", "skipped" or "error". Every entry
     under `root` is accounted for: it has an outcome (an entry that cannot be graded scores 0 with
     the reason, in its results, the CSV's error column and the progress output), or it is a
-    hidden entry, listed with the reason in the progress output and its summary."""
+    hidden entry, listed with the reason in the progress output and its summary. `only`: the
+    names of students to grade again even if unchanged (`grade-all --student`); the others as
+    in any rerun, so the gradebook stays whole."""
     from autograder.commands.progress import Progress
     from autograder.grading.run import Report
     from autograder.reports.stored import Stored
@@ -460,7 +467,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             progress.update(sub.student, "error", reason=render(why, lang))
             continue
         fp = fingerprint(files, limits)
-        old = previous_result(out_dir, sub, fp)
+        old = None if only and sub.student in only else previous_result(out_dir, sub, fp)
         if old is not None:
             # graded before, from the same files by the same grader: written again in this run's language
             outcomes[sub.student] = ("skipped", _store(out_dir, sub, old, lang, cached=True))
@@ -483,8 +490,10 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
                     graded, outcome = Stored(sub.student, error=reason), "error"
                 results = _store(out_dir, sub, graded, lang)
                 outcomes[sub.student] = (outcome, results)
+                unreadable = unreadable_files(results)
                 progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
-                                reason=None if reason is None else render(reason, lang))
+                                reason=render(reason, lang) if reason is not None
+                                else render(_("unreadable: {files}", files=unreadable), lang) if unreadable else None)
         finally:
             pool.close()
     if csv_path:
@@ -552,6 +561,15 @@ def csv_paths(path, assignments):
     return {a: path.with_name(f"{path.stem}.{a}{path.suffix or '.csv'}") for a in assignments}
 
 
+def unreadable_files(results):
+    """The step files of a graded submission that could not be read (a notebook that is not JSON,
+    bytes that are not UTF-8, a syntax error: their checks carry the `unreadable` tag), as text."""
+    steps = results["extra_data"].get("steps", {})
+    stems = sorted({t["tags"][0].split(":", 1)[1] for t in results.get("tests", [])
+                    if "unreadable" in t.get("tags", ()) and t["tags"] and t["tags"][0].startswith("step:")})
+    return ", ".join(str((steps.get(stem) or {}).get("file") or stem) for stem in stems)
+
+
 def write_csv(path, results_by_student):
     """The gradebook: one row per student, a column per step of their assignment, the total and
     the maximum. A class that mixes assignments gets one gradebook per assignment (csv_paths),
@@ -569,6 +587,7 @@ def _csv_text(assignment, results_by_student):
     stems = contract.REGISTRY[assignment].stems
     top = contract.REGISTRY[assignment].max_score
     buf = io.StringIO()
+    buf.write("\ufeff")         # UTF-8's byte order mark: how Excel knows the file is UTF-8 (names in any script)
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student"] + stems + ["total", "max_score", "error"])
     for student, results in results_by_student.items():
@@ -576,5 +595,7 @@ def _csv_text(assignment, results_by_student):
         w.writerow([safe_text.for_csv_cell(student)]
                    + [f"{steps[s]['score']:g}" if s in steps else "0" for s in stems]
                    + [f"{results['score']:g}", f"{(results['extra_data'].get('max_score') or top):g}",
-                      safe_text.for_csv_cell(results["extra_data"].get("error", ""))])
+                      safe_text.for_csv_cell(results["extra_data"].get("error", "")
+                                             or (str(_("unreadable: {files}", files=unreadable_files(results)))
+                                                 if unreadable_files(results) else ""))])
     return buf.getvalue()

@@ -24,7 +24,10 @@ from autograder import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "templates" / "gradescope"
-KIT_FILES = ["pyproject.toml", "README.md"]          # README.md: pyproject's `readme`
+KIT_FILES = ["pyproject.toml"]
+# pyproject's `readme` must exist for pip to install the kit; the zip needs no documentation, so it
+# holds this line instead of the README (the documentation is the site built from docs/)
+README_STUB = "attention-kit's grader, packaged for Gradescope by `python -m autograder gradescope-zip`.\n"
 KIT_FOLDERS = ["autograder", "solutions"]
 PINNED = ["torch", "numpy", "pytest", "nbformat"]
 SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache"}
@@ -89,6 +92,7 @@ def build_zip(out, assignment=contract.DEFAULT_ASSIGNMENT):
         _add(zf, "setup.sh", (TEMPLATES / "setup.sh").read_bytes(), executable=True)
         _add(zf, "run_autograder", run_autograder(assignment), executable=True)
         _add(zf, "constraints.txt", constraints())
+        _add(zf, "README.md", README_STUB)
         for path, name in kit_files() + assignment_files(assignment):
             _add(zf, name, path.read_bytes())
         return zf.namelist()

@@ -78,3 +78,15 @@ class Progress:
             lines.append("left out (not submissions):")
             lines += [f"  {for_terminal(e, newlines=False)}: {for_terminal(r, newlines=False)}" for e, r in self.left]
         return "\n".join(lines)
+
+
+def stages(stream=None):
+    """A `say(text)` for a command made of long stages (`build`): each stage on its own line, on
+    stderr, with the seconds since the first, so a minute of nbgrader is not a silent minute."""
+    stream = stream or sys.stderr
+    start = time.monotonic()
+
+    def say(text):
+        stream.write(f"[{time.monotonic() - start:5.1f} s] {text}\n")
+        stream.flush()
+    return say

@@ -175,13 +175,18 @@ def template_file(assignment=contract.ASSIGNMENT):
 TEMPLATE = template_file()      # autograder/locale/notebooks.pot, the first assignment's
 
 
-def build(out_root=ROOT):
+def build(out_root=ROOT, say=None):
     """Regenerate solutions/, assignments/ (every assignment, every language it is translated
-    into) and the templates under out_root (the repo itself by default)."""
+    into) and the templates under out_root (the repo itself by default). `say(text)` hears each
+    stage as it starts (the command line prints them: nbgrader's part takes most of a minute)."""
+    say = say or (lambda text: None)
+    say("checking source/")
     check_sources()
     out_root = Path(out_root)
+    say("writing solutions/ (the references)")
     write_solutions(out_root / "solutions")
     for assignment in contract.ASSIGNMENTS:
+        say(f"writing the notebooks' template of {assignment}")
         write_template(out_root / template_file(assignment), assignment)
     releases = {lang: out_root / release_folder(lang) for lang in notebook_i18n.LANGUAGES}
     for release in releases.values():
@@ -189,6 +194,8 @@ def build(out_root=ROOT):
             if (release / assignment).exists():
                 shutil.rmtree(release / assignment)
     wanted = {lang: [a for a in contract.ASSIGNMENTS if lang in release_languages(a)] for lang in releases}
+    say("releasing the stubs with nbgrader generate_assignment ("
+        + ", ".join(lang for lang in releases if wanted[lang]) + "), the longest stage")
     generate_assignment({lang: releases[lang] for lang in releases if wanted[lang]}, wanted)
 
 
@@ -229,10 +236,10 @@ def differences(out_root):
     return diffs
 
 
-def check():
+def check(say=None):
     """Exit status 1 and a list of files when the committed release drifted from source/."""
     with tempfile.TemporaryDirectory() as tmp:
-        build(tmp)
+        build(tmp, say)
         diffs = differences(tmp)
     for d in diffs:
         print(f"out of date: {d}")

@@ -379,6 +379,12 @@ class Recorder:
                     output = _("Your code's result could not be read back: {problem}.", problem=type(exc).__name__)
                 if getattr(exc, "is_stub", False):
                     extra = ["not-implemented"]
+                if getattr(exc, "is_unreadable", False):     # the cause in full once, at the step's first check
+                    extra = ["unreadable"]
+                    told = [r for r in self.job.results.get(stem, []) if "unreadable" in r.extra_tags]
+                    if told:
+                        output = _("Not graded: the step's file could not be read (see check {number}).",
+                                   number=told[0].number)
             else:
                 # a bug in the grader, not in the student's code: tell the instructor in full,
                 # the student only that it happened

@@ -171,11 +171,15 @@ def _check_title(test):
 
 # ------------------------------------------------------------------ the numbers
 def step_state(entry, stem):
-    """"missing", "stub" (no check passed and a part still raises NotImplementedError) or "attempted"."""
+    """"missing", "unreadable" (the file could not be read: not JSON, not UTF-8, a syntax error; its
+    checks are no misconception and no forbidden API), "stub" (no check passed and a part still
+    raises NotImplementedError) or "attempted"."""
     info = entry.extra.get("steps", {}).get(stem) if isinstance(entry.extra.get("steps"), dict) else None
     if not isinstance(info, dict) or not info.get("file"):
         return "missing"
     tests = [t for t in entry.results["tests"] if _step_of(t) == stem]
+    if any("unreadable" in t.get("tags", []) for t in tests):
+        return "unreadable"
     if tests and not any(t.get("status") == "passed" for t in tests) and any(
             "not-implemented" in t.get("tags", []) for t in tests):
         return "stub"
@@ -220,6 +224,7 @@ def compute(entries, assignment=None):
             "full_marks_share": round(sum(1 for s in scores if s >= step.points) / n, 4) if n else None,
             "histogram": {str(b): hist.get(b, 0) for b in range(step.points + 1)},
             "missing": states["missing"], "stub": states["stub"], "attempted": states["attempted"],
+            "unreadable": states["unreadable"],
             "correct_but_slow": slow, "forbidden_api": forbidden}
     attempted = {(e.key, stem) for e in graded for stem in stem_list if step_state(e, stem) == "attempted"}
     for e in graded:
@@ -305,9 +310,10 @@ def similar_pairs(out_dir, entries, jobs=None):
 BLUE, GREEN, GREY = "#3b6ea8", "#2e8540", "#999999"
 
 
-def _svg(fig, prefix):
+def _svg(fig, prefix, label):
     """A matplotlib figure as inline SVG: text kept as text (the page's fonts draw Chinese),
-    no XML prolog, no namespace or metadata URLs, ids made unique on the page."""
+    no XML prolog, no namespace or metadata URLs, ids made unique on the page; `label` is what a
+    screen reader says for it (an image needs a name: axe-core's svg-img-alt)."""
     buf = io.StringIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # "Glyph missing from DejaVu Sans": the browser draws it
@@ -320,7 +326,7 @@ def _svg(fig, prefix):
     svg = re.sub(r'id="([^"]+)"', lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     svg = re.sub(r"#([A-Za-z_][\w.-]*)", lambda m: f"#{prefix}-{m.group(1)}" if m.group(1) in ids else m.group(0), svg)
     svg = re.sub(r">\s+<", "><", svg)
-    return svg.replace("<svg ", '<svg class="plot" role="img" ', 1)
+    return svg.replace("<svg ", f'<svg class="plot" role="img" aria-label="{_e(label)}" ', 1)
 
 
 def _figure(width, height):
@@ -348,7 +354,7 @@ def totals_plot(data):
     ax.set_xlabel(_("total points"))
     ax.set_ylabel(_("students"))
     ax.yaxis.get_major_locator().set_params(integer=True)
-    return _svg(fig, "totals")
+    return _svg(fig, "totals", _("Histogram of the class's total points"))
 
 
 def steps_plot(data):
@@ -369,7 +375,7 @@ def steps_plot(data):
         ax.yaxis.get_major_locator().set_params(integer=True)
     fig.supxlabel(_("points at the step"), fontsize=9)
     fig.supylabel(_("students"), fontsize=9)
-    return _svg(fig, "steps")
+    return _svg(fig, "steps", _("Histograms of the points at each step"))
 
 
 # ------------------------------------------------------------------ the page
@@ -381,15 +387,15 @@ table { border-collapse: collapse; } td, th { padding: 3px 7px; border-bottom: 1
   text-align: left; } th { background: #f4f4f4; } td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 .note { color: #555; font-size: 13px; } pre { white-space: pre-wrap; word-break: break-word; margin: 0; font-size: 12px; }
 .plot { max-width: 100%; height: auto; } .plot text { font-family: inherit; }
-.heat td.cell { text-align: right; min-width: 3.2em; } .heat td.id { white-space: nowrap; } .heat td.na { color: #bbb; text-align: center; }
+.heat td.cell { text-align: right; min-width: 3.2em; } .heat td.id { white-space: nowrap; } .heat td.na { color: #595959; text-align: center; }
 .full { color: #17672d; font-weight: bold; } .zero { color: #a31515; }
 th button { font: inherit; border: 0; background: none; cursor: pointer; padding: 0; }
-th button::after { content: " \\2195"; color: #999; }
+th button::after { content: " \\2195"; color: #595959; }
 .warn { background: #fff6d6; border-left: 4px solid #e0a800; padding: 6px 10px; }
 .pair { border: 1px solid #ddd; margin: 8px 0; padding: 4px 8px; } .pair summary { cursor: pointer; }
 .side { display: grid; grid-template-columns: 1fr 1fr; gap: 8px; } .side pre { background: #f8f8f8; padding: 4px; }
-.side .hit { background: #ffe08a; display: block; } .side .gap { color: #999; display: block; }
-.side .ln { color: #999; user-select: none; }
+.side .hit { background: #ffe08a; display: block; } .side .gap { color: #595959; display: block; }
+.side .ln { color: #595959; user-select: none; }
 """
 
 # the page's one script: sorts the students' table by the column clicked (no student text in it)
@@ -460,7 +466,7 @@ def _mean(value):
 def _steps_table(data):
     head = "".join(f"<th>{_e(label)}</th>" for label in (
         _("step"), _("title"), _("mean"), _("at full marks"), _("correct but slow"), _("forbidden API"),
-        _("still a stub"), _("no file")))
+        _("still a stub"), _("no file"), _("file unreadable")))
     rows = []
     for step in contract.ASSIGNMENTS[data["assignment"]]:
         st = data["steps"][step.stem]
@@ -468,7 +474,8 @@ def _steps_table(data):
                     f'<td class="n">{_mean(st["mean"])} / {step.points}</td>'
                     f'<td class="n">{st["full_marks"]} ({_pct(st["full_marks_share"])})</td>'
                     f'<td class="n">{st["correct_but_slow"]}</td><td class="n">{st["forbidden_api"]}</td>'
-                    f'<td class="n">{st["stub"]}</td><td class="n">{st["missing"]}</td></tr>')
+                    f'<td class="n">{st["stub"]}</td><td class="n">{st["missing"]}</td>'
+                    f'<td class="n">{st.get("unreadable", 0)}</td></tr>')
     return f'<table id="steps-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
 

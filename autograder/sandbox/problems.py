@@ -95,12 +95,29 @@ class StudentOverMemory(StudentProblem):
                  what=self.what, gib=f"{self.limit / 2**30:g}")
 
 
+# Errors that stop a file from being read at all (not a bug in what it computes): a notebook that is
+# not JSON, bytes that are not UTF-8, code that is not Python. The step is then "unreadable", its own
+# state in every report (tag `unreadable`), its cause said first.
+UNREADABLE_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError", "UnicodeDecodeError",
+                               "JSONDecodeError"})
+
+
 class NotDefined(StudentProblem):
     def __init__(self, name, display, defined, cell_errors):
         self.name, self.display, self.defined, self.cell_errors = name, display, defined, cell_errors
         super().__init__(f"{display} does not define {name}")
 
+    @property
+    def is_unreadable(self):
+        """The name is missing because the file could not be read or parsed (the first error says so)."""
+        return bool(self.cell_errors) and self.cell_errors[0].get("type") in UNREADABLE_ERRORS
+
     def student_message(self):
+        if self.is_unreadable:
+            first = self.cell_errors[0]
+            return _("{file} could not be read ({error}), so nothing in it was graded: fix this first.\n"
+                     "{message}\n{traceback}", file=self.display, error=first["type"], message=first["message"],
+                     traceback=first.get("traceback", "").strip())
         text = _("{file} does not define `{name}`. Keep the name and signature from the stub.",
                  file=self.display, name=self.name)
         if self.cell_errors:
