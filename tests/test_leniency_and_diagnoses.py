@@ -183,6 +183,14 @@ CASES.update({
     # a log-sum-exp without its maximum: wrong alike for every block size, the blocks are not the cause
     "lse-without-max": _edited("06_flash_attention", LSE, "torch.log(torch.where(seen, l, torch.ones_like(l)))"),
     "lse-fixed": ("06_flash_attention", _reference("06_flash_attention")),
+    # an integer square root: right where d_k is a square (16), "no scale" where sqrt(d_k) < 2 (d_k = 2),
+    # neither elsewhere: one coincidence, no diagnosis
+    "scaling-integer-sqrt": ("03_scaling", """
+        import math
+
+        def scale_scores(scores, d_k):
+            return scores / int(math.sqrt(d_k))
+    """),
 })
 
 GRADE_MANY = '''
@@ -334,3 +342,12 @@ def test_a_wrong_log_sum_exp_is_not_told_to_cover_every_key_once(graded):
     out = checks["6.4"]["output"]
     assert "the same way for every block size" in out and "cover every key exactly once" not in out, out
     assert not _failed(graded["lse-fixed"]), _summary(graded["lse-fixed"])
+
+
+# ------------------------------------------------------------------ 8. a diagnosis on consistent evidence only
+def test_a_mistake_that_matches_on_one_input_only_is_not_named(graded):
+    checks = graded["scaling-integer-sqrt"]
+    assert {"3.3", "3.4"} <= _failed(checks), _summary(checks)
+    assert "3.2" not in _failed(checks), _summary(checks)            # d_k = 16: right there
+    # at d_k = 2 the values are exactly "no scale", but at d_k = 16 they were right and "no scale" was not
+    assert not any(c["misconceptions"] for c in checks.values()), _summary(checks)

@@ -85,8 +85,10 @@ def _expect_rope(got, what, x64, positions, dtype, base=known.DEFAULT_BASE, leve
     try:
         expect_close(got, _rope_ref(x64, positions, base), what, dtype, level, variants=mistakes)
     except CheckFailed as failure:
-        if name and not failure.misconceptions and known.float32_angles_explain(got.array, x64, positions, base):
-            fail(failure.message, ["rope-angles-float32"])
+        if name and not failure.misconceptions:
+            both = known.float32_angles_with(got.array, x64, positions, base)
+            if both:              # float32 angles alone, or with a rotation mistake: every mistake is named
+                fail(failure.message, both)
         raise
 
 
