@@ -181,3 +181,98 @@ def test_every_structure_problem_of_step_7_renders(cls):
         texts = _render_both(message)
         assert all(texts.values()), case
         assert texts["en"] != texts["zh"], case
+
+
+# ------------------------------------------------------------------ driven: every step, answers of every wrong kind
+GARBAGE = {
+    "none": "return None",
+    "raises": "raise ValueError('a wrong answer on purpose')",
+    "wrong-shape": "return {lib}.zeros(3)",
+    "nan": "return _like(args, float('nan'))",
+    "tuple": "return (1, 'two', [3])",
+}
+HELPERS = {
+    "numpy": "import numpy as np\n\ndef _like(args, value):\n"
+             "    a = next((x for x in args if hasattr(x, 'shape')), np.zeros(2))\n"
+             "    return (np.full(a.shape, value), np.full(a.shape, value))\n",
+    "torch": "import numpy as np\nimport torch\n\ndef _like(args, value):\n"
+             "    a = next((x for x in args if hasattr(x, 'shape')), torch.zeros(2))\n"
+             "    return (torch.full(a.shape, value, dtype=torch.float64), torch.full(a.shape, value, dtype=torch.float64))\n",
+}
+
+
+def garbage_source(step, kind):
+    """The step's whole API, every function and method answering `kind` of wrong."""
+    from autograder import contract
+    lib = "np" if step.framework == "numpy" else "torch"
+    body = "    " + GARBAGE[kind].format(lib=lib)
+    out = [HELPERS[step.framework]]
+    for item in step.api:
+        if isinstance(item, contract.Function):
+            out.append(f"def {item.name}(*args, **kwargs):\n{body}\n")
+        elif isinstance(item, contract.Module):
+            out.append(f"class {item.name}(torch.nn.Module):\n    def __init__(self, *a, **k):\n        super().__init__()\n"
+                       f"        self.w = torch.nn.Linear(2, 2)\n\n    def forward(self, *args, **kwargs):\n    {body}\n")
+        elif isinstance(item, contract.Class):
+            methods = "".join(f"    def {m.name}(self, *args, **kwargs):\n    {body}\n\n" for m in item.methods)
+            out.append(f"class {item.name}:\n{methods}")
+    return "\n".join(out)
+
+
+GRADE_AND_RENDER = '''
+import json, sys
+from autograder import i18n
+from autograder.grading import run as grading; from autograder.sandbox import zygote
+zygote.start()
+out = {}
+for folder, stem in json.load(sys.stdin):
+    report = grading.grade(folder, steps=[stem])
+    rendered = []
+    for s in report.steps:
+        for c in s.checks:
+            texts = {}
+            for lang in i18n.LANGUAGES:
+                try:
+                    texts[lang] = i18n.render(c.output, lang)
+                except Exception as exc:
+                    texts[lang] = "RENDER FAILED: %r" % exc
+            rendered.append({"number": c.number, "status": c.status, **texts})
+    out[folder] = {"checks": rendered, "internal_errors": report.internal_errors if hasattr(report, "internal_errors") else 0}
+zygote.stop()
+json.dump(out, sys.stdout)
+'''
+
+
+def test_every_step_answering_wrong_in_every_way_gets_messages_that_render_in_both_languages(tmp_path):
+    """Each step's API answering None, raising, a wrong shape, NaN, a tuple of odd things: every
+    check fails (or passes) with a message that renders in English and Chinese; no check reaches
+    the student as the grader's internal error."""
+    import json
+    import subprocess
+    import sys
+
+    from autograder import contract
+    from conftest import ROOT
+    groups = {"numpy": [], "torch": []}
+    for step in contract.ALL_STEPS:
+        for kind in GARBAGE:
+            folder = tmp_path / f"{step.stem}-{kind}"
+            folder.mkdir()
+            (folder / f"{step.stem}.py").write_text(garbage_source(step, kind))
+            groups[step.framework].append((str(folder), step.stem))
+    procs = [subprocess.Popen([sys.executable, "-c", GRADE_AND_RENDER], cwd=ROOT, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
+    results, stderr = {}, ""
+    for proc, group in zip(procs, groups.values()):
+        out, err = proc.communicate(json.dumps(group), timeout=1200)
+        assert proc.returncode == 0, err[-3000:]
+        results.update(json.loads(out))
+        stderr += err
+    problems = []
+    for folder, graded in results.items():
+        for c in graded["checks"]:
+            for lang in i18n.LANGUAGES:
+                if "RENDER FAILED" in c[lang] or "internal error" in c["en"]:
+                    problems.append(f"{folder.rsplit('/', 1)[-1]} {c['number']} {lang}: {c[lang][:300]}")
+    assert not problems, "\n".join(problems) + "\n" + stderr[-3000:]
+    assert sum(len(g["checks"]) for g in results.values()) > 13 * len(GARBAGE) * 5
