@@ -30,6 +30,22 @@ def test_every_operator_makes_mutants_where_it_applies():
     assert ("slice-off-by-one", "a[i:j]: upper bound - 1") in _changes("def f(a, i, j):\n    return a[i:j]\n")
 
 
+def test_the_domain_operators_attack_the_arguments_and_leave_the_recorded_mutants_alone():
+    """argument-ignored and offset-drop (issue 28): an argument the contract says must be honoured,
+    replaced by its default; positions renumbered from 0. Apart from OPERATORS, so today's recorded
+    audit keeps its mutants and their numbers."""
+    domain = {(m.function, m.change) for stem in ("04_rope", "06_flash_attention", "01_masks")
+              for m in mutants.mutants(stem, mutants.DOMAIN_OPERATORS)}
+    assert ("tiled_attention", "block_size ignored: always 64") in domain
+    assert ("tiled_attention", "causal ignored: always False") in domain
+    assert ("masked_attention", "mask ignored: always None") in domain
+    assert ("apply_rope", "positions renumbered from 0 (the offset dropped)") in domain
+    flash = [m for m in mutants.mutants("06_flash_attention", mutants.DOMAIN_OPERATORS)
+             if m.change == "block_size ignored: always 64"][0]
+    assert "block_size = 64" in flash.source and flash.source.count("def tiled_attention") == 1
+    assert not set(mutants.DOMAIN_OPERATORS) & {m.operator for m in mutants.mutants("06_flash_attention")}
+
+
 def test_the_operators_write_the_mistakes_students_make():
     softmax = {m.change for m in mutants.mutants("04_softmax")}
     assert "x - x_max -> x" in softmax                                   # the max-subtraction dropped

@@ -156,6 +156,43 @@ CASES = {
     """),
 }
 
+
+
+# ------------------------------------------------------------------ hints checked against their cause (issue 28)
+def _reference(stem):
+    return (ROOT / "solutions" / "modern_attention" / f"step{stem}.py").read_text()
+
+
+def _edited(stem, old, new):
+    """The reference with one edit: a mistake written as a student would (the edit must apply)."""
+    code = _reference(stem)
+    assert old in code, (stem, old)
+    return stem, code.replace(old, new)
+
+
+GQA_VIEW = ".view(B, T, num_heads, head_dim).transpose(1, 2)"
+LSE = "m + torch.log(torch.where(seen, l, torch.ones_like(l)))"
+CASES.update({
+    # the weights are causal, yet later tokens reach earlier outputs: a view that mixes time with the heads
+    "gqa-heads-time-view": _edited("03_grouped_query", GQA_VIEW, ".view(B, num_heads, T, head_dim)"),
+    # the queries read in (T, B) order: the two sequences of the batch are mixed
+    "gqa-batch-time-mixed": _edited("03_grouped_query", GQA_VIEW,
+                                    ".reshape(T, B, num_heads, head_dim).permute(1, 2, 0, 3)"),
+    # the hints' fix applied: the view transposed as they say (the reference's own line)
+    "gqa-fixed": ("03_grouped_query", _reference("03_grouped_query")),
+    # a log-sum-exp without its maximum: wrong alike for every block size, the blocks are not the cause
+    "lse-without-max": _edited("06_flash_attention", LSE, "torch.log(torch.where(seen, l, torch.ones_like(l)))"),
+    "lse-fixed": ("06_flash_attention", _reference("06_flash_attention")),
+    # an integer square root: right where d_k is a square (16), "no scale" where sqrt(d_k) < 2 (d_k = 2),
+    # neither elsewhere: one coincidence, no diagnosis
+    "scaling-integer-sqrt": ("03_scaling", """
+        import math
+
+        def scale_scores(scores, d_k):
+            return scores / int(math.sqrt(d_k))
+    """),
+})
+
 GRADE_MANY = '''
 import json, sys
 from autograder.grading import run as grading; from autograder.sandbox import zygote
@@ -284,3 +321,33 @@ def test_an_error_in_a_leftover_cell_is_told_and_costs_nothing(graded):
     assert not _failed(checks) and _points_lost(checks) == 0, _summary(checks)
     told = [c for c in checks.values() if "a leftover demo cell" in c["output"]]
     assert len(told) == 1 and "RuntimeError" in told[0]["output"] and told[0]["output"].startswith("Passed.")
+
+
+# ------------------------------------------------------------------ 7. a hint names the cause it can prove
+def test_a_reordering_of_the_tokens_is_not_told_to_mask_later_keys(graded):
+    for case, words in (("gqa-heads-time-view", "mixes the time axis with the heads"),
+                        ("gqa-batch-time-mixed", "the sequences of the batch are mixed")):
+        checks = graded[case]
+        assert "3.6" in _failed(checks), _summary(checks)
+        out = checks["3.6"]["output"]
+        assert words in out and "the mask is not the cause" in out, out
+        assert "mask the scores of later keys" not in out, out
+    # the fix the hints give (.view(B, T, h, d).transpose(1, 2)) passes the property
+    assert not _failed(graded["gqa-fixed"]), _summary(graded["gqa-fixed"])
+
+
+def test_a_wrong_log_sum_exp_is_not_told_to_cover_every_key_once(graded):
+    checks = graded["lse-without-max"]
+    assert "6.4" in _failed(checks), _summary(checks)
+    out = checks["6.4"]["output"]
+    assert "the same way for every block size" in out and "cover every key exactly once" not in out, out
+    assert not _failed(graded["lse-fixed"]), _summary(graded["lse-fixed"])
+
+
+# ------------------------------------------------------------------ 8. a diagnosis on consistent evidence only
+def test_a_mistake_that_matches_on_one_input_only_is_not_named(graded):
+    checks = graded["scaling-integer-sqrt"]
+    assert {"3.3", "3.4"} <= _failed(checks), _summary(checks)
+    assert "3.2" not in _failed(checks), _summary(checks)            # d_k = 16: right there
+    # at d_k = 2 the values are exactly "no scale", but at d_k = 16 they were right and "no scale" was not
+    assert not any(c["misconceptions"] for c in checks.values()), _summary(checks)

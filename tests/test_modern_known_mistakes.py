@@ -78,3 +78,35 @@ def test_float32_angles_are_recognised_and_nothing_else(dtype):
         assert rope.float32_angles_explain(got, x64, positions), how
     for mid, got in rope.rope_mistakes(x64, positions).items():
         assert not rope.float32_angles_explain(got, x64, positions), mid
+
+
+def _interleaved_turn(x, theta):
+    """Real-world RoPE (GPT-J, Meta's LLaMA): pair i is (x[2i], x[2i + 1])."""
+    a, b = x[..., 0::2], x[..., 1::2]
+    out = torch.empty_like(x)
+    out[..., 0::2] = a * theta.cos() - b * theta.sin()
+    out[..., 1::2] = b * theta.cos() + a * theta.sin()
+    return out
+
+
+def test_two_mistakes_at_once_are_named_as_both_and_each_fix_leaves_the_other():
+    """Interleaved pairs AND float32 angles: named as both. Each hint's fix applied alone leaves the other
+    mistake, named alone; both fixes give the reference."""
+    x = torch.randn(2, 3, len(POSITIONS), HD, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x64 = x.numpy()
+    angles32 = _float32_angles("base ** (-2i/d)", POSITIONS, HD).double()
+    angles64 = torch.from_numpy(rope.angles(POSITIONS, HD))
+    both = _interleaved_turn(x, angles32).numpy()
+    assert rope.float32_angles_with(both, x64, POSITIONS) == ["rope-interleaved", "rope-angles-float32"]
+    # neither single mistake explains the pair (the suite's variants and the float32 bound alone)
+    assert not np.allclose(both, rope.rope(x64, POSITIONS, mistake="rope-interleaved"), rtol=1e-5, atol=1e-6)
+    assert not rope.float32_angles_explain(both, x64, POSITIONS)
+    # the float32 hint's fix (float64 angles): the interleaved variant exactly, which the suite names by value
+    fixed_angles = _interleaved_turn(x, angles64).numpy()
+    assert np.allclose(fixed_angles, rope.rope(x64, POSITIONS, mistake="rope-interleaved"), rtol=1e-12, atol=1e-12)
+    assert rope.float32_angles_with(fixed_angles, x64, POSITIONS) == []
+    # the interleaving hint's fix (rotate-half pairs): float32 angles alone
+    fixed_pairs = _turn(x, angles32).numpy()
+    assert rope.float32_angles_with(fixed_pairs, x64, POSITIONS) == ["rope-angles-float32"]
+    # both fixes: the reference
+    assert np.allclose(_turn(x, angles64).numpy(), rope.rope(x64, POSITIONS), rtol=1e-12, atol=1e-12)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autograder.checks.expect import (CheckFailed, compare, expect_array, expect_close, expect_finite,
+from autograder.checks.expect import (CheckFailed, compare, evidence, expect_array, expect_close, expect_finite,
                                       expect_pair, expect_shape, expect_unchanged, fail, note,
                                       show_example, _framework)
 from autograder.checks.student import Student
@@ -93,14 +93,17 @@ def expect_attention(out, weights, expected, what, dtype, mistakes=None, names=(
             expect_close(got, exp, what + ": " + name, dtype, level=level)
         except CheckFailed as failure:
             problems.append(failure.message)
-    if not problems:
-        return
-    mistakes = mistakes() if callable(mistakes) else mistakes
     rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
-    found = [mid for mid, (v_out, v_w) in (mistakes or {}).items()
-             if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-             and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
-    fail(_lines(problems + ([extra] if extra else [])), found)
+    band = (10 * rtol, 10 * atol)
+    if not problems:       # right: evidence against each mistake already computed (a function is not called)
+        if mistakes and not callable(mistakes):
+            evidence().record((out.array, weights.array), {m: tuple(v) for m, v in mistakes.items()}, band)
+        return
+    mistakes = (mistakes() if callable(mistakes) else mistakes) or {}
+    evidence().record((out.array, weights.array), {m: tuple(v) for m, v in mistakes.items()}, band)
+    found = [mid for mid, (v_out, v_w) in mistakes.items()
+             if compare(out.array, v_out, *band).ok and compare(weights.array, v_w, *band).ok]
+    fail(_lines(problems + ([extra] if extra else [])), evidence().consistent(found))
 
 
 def _lines(parts):
@@ -132,9 +135,9 @@ def matching(out, weights, mistakes, dtype):
     the student's `out` and `weights` (Returned) match, in the band expect_attention names them in."""
     mistakes = mistakes() if callable(mistakes) else mistakes
     rtol, atol = tolerance(dtype, "composed")
-    return [mid for mid, (v_out, v_w) in (mistakes or {}).items()
-            if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-            and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok]
+    return evidence().consistent([mid for mid, (v_out, v_w) in (mistakes or {}).items()
+                                  if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
+                                  and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok])
 
 
 # ------------------------------------------------------------------ rows summing to one

@@ -6,6 +6,7 @@ plain decoded values (`Returned` arrays, `Seq`, `Opaque`), and compares them her
 trusted parent, with references computed on the same inputs.
 """
 import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -264,7 +265,7 @@ def expect_shape(got, shape, what, variants=None):
     if got.shape == shape:
         return
     msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
-    found = _diagnose(got, variants or {}, None)
+    found = _diagnose(got, variants or {}, None, consistent=False)
     if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
         msg += _(" The last two axes look swapped.")
     fail(msg, found)
@@ -356,18 +357,86 @@ def compare(got, expected, rtol, atol):
                       float(g[worst]), float(e[worst]), float(err[worst]), bad_nonfinite)
 
 
-def _diagnose(got, variants, tol):
-    """Ids of the variants (mistakes applied to the reference) that the student's output matches."""
-    found = []
+def _band(got, tol):
+    """The band a variant is matched in: looser than the pass band, so that a mistake still shows
+    through float32 rounding."""
+    rtol, atol = tol if tol else tolerance("float64" if got.dtype == "float64" else "float32", "composed")
+    return rtol * 10, atol * 10
+
+
+def _diagnose(got, variants, tol, consistent=True):
+    """Ids of the variants (mistakes applied to the reference) that the student's output matches,
+    on this input and (`consistent`) on most inputs of the step where the student's values were
+    compared with the same variant (Evidence): one coincidence names nothing."""
+    band = _band(got, tol)
+    found, values = [], {}
     for mid, expected in variants.items():
         expected = expected() if callable(expected) else expected
         if expected is None or tuple(np.shape(expected)) != got.shape:
             continue
-        rtol, atol = tol if tol else tolerance("float64" if got.dtype == "float64" else "float32", "composed")
-        # a looser band than the pass band: a mistake still shows through float32 rounding
-        if compare(got.array, expected, rtol * 10, atol * 10).ok:
+        values[mid] = (expected,)
+        if compare(got.array, expected, *band).ok:
             found.append(mid)
-    return found
+    if not consistent:
+        return found
+    evidence().record((got.array,), values, band)
+    return evidence().consistent(found)
+
+
+def computed(variants):
+    """{id: (arrays,)} of the variants already computed: a function is not called for evidence (it is
+    called when the values are wrong, with the check's own inputs at hand; later, the names it
+    reads may hold the check's next case)."""
+    return {mid: (v,) for mid, v in variants.items() if v is not None and not callable(v)}
+
+
+# ------------------------------------------------------------------ evidence: most inputs, not one
+class Evidence:
+    """What a step's checks compared so far, for one submission: the student's values on each input
+    and the variants (known mistakes applied to the reference) computed on the same input.
+
+    A misconception is named only when its variant matches the student's values on a strict majority
+    of the inputs of the step where both were compared, the ones the student got right included
+    (where the variant, to be named, must agree with the reference): a match on one input among
+    others that contradict it is a coincidence (an integer square root equals "no scale" where
+    sqrt(d_k) < 2, and is right where d_k is a square), not a diagnosis. A variant is one
+    representative of its mistake on each input (one wrong axis among several), so a miss alone does
+    not clear it either. Inputs where the variant does not apply (absent, another shape) are no
+    evidence."""
+
+    def __init__(self):
+        self.entries = []          # (the student's arrays, {id: the variant's arrays}, band)
+
+    def record(self, got, variants, band):
+        if variants:
+            self.entries.append((tuple(got), dict(variants), band))
+
+    @staticmethod
+    def _matches(entry, mid):
+        """True or False: the variant matched the student's values on this entry's input; None: no evidence."""
+        got, variants, band = entry
+        value = variants.get(mid)
+        if value is None or len(value) != len(got) or any(np.shape(v) != np.shape(g) for v, g in zip(value, got)):
+            return None
+        return all(compare(g, v, *band).ok for g, v in zip(got, value))
+
+    def consistent(self, ids):
+        """The ids among `ids` (matched on the input at hand, itself recorded) whose variant matched on
+        a strict majority of the recorded inputs where it applied."""
+        named = []
+        for mid in ids:
+            verdicts = [v for v in (self._matches(entry, mid) for entry in self.entries) if v is not None]
+            if not verdicts or 2 * sum(verdicts) > len(verdicts):
+                named.append(mid)
+        return named
+
+
+EVIDENCE = contextvars.ContextVar("evidence", default=None)   # set per check by suites/conftest.py
+
+
+def evidence():
+    """The step's Evidence for the submission being graded (a throwaway one outside a suite)."""
+    return EVIDENCE.get() or Evidence()
 
 
 PRECISION = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
@@ -389,7 +458,8 @@ def expect_close(got, expected, what, dtype, level="op", variants=None):
                             what=what, got=got.dtype, dtype=dtype))
     rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
     cmp = compare(got.array, expected, rtol, atol)
-    if cmp.ok:
+    if cmp.ok:         # right: evidence against each mistake computed here that differs from the reference
+        evidence().record((got.array,), computed(variants or {}), _band(got, (rtol, atol)))
         return
     found = _diagnose(got, variants or {}, (rtol, atol))
     if cmp.bad_nonfinite:

@@ -20,6 +20,8 @@ request names its operation in "op", and only "op" decides what runs:
    "python_memory", "precision"}
                                                       -> {"ok", "meters", "params"}   (see measure())
 """
+import contextlib
+import io
 import json
 import linecache
 import os
@@ -65,13 +67,143 @@ def _is_test_cell(cell):
     return grade_id.endswith("_tests") or grade_id.endswith("_demo")
 
 
-def _cell_code(cell):
+def _cell_source(cell):
     src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(src)
-    # IPython magics and shell escapes are not Python; drop them
-    lines = [ln for ln in str(src).split("\n") if not ln.lstrip().startswith(("%", "!", "?"))]
-    return "\n".join(lines)
+    return "".join(str(x) for x in src) if isinstance(src, list) else str(src)
+
+
+# ------------------------------------------------------------------ notebooks, as Jupyter runs them
+# A notebook's code cells are IPython, not Python: line magics (`%time x = f()`), cell magics
+# (`%%bash`), shell escapes (`!ls`, `files = !ls`), help (`obj?`, `obj??`), and all of these only
+# where IPython gives them a meaning (at the start of a statement, not on a continuation line
+# inside brackets or a string). IPython's own TransformerManager turns each cell into the Python
+# the kernel runs, calling `get_ipython()` for every magic, shell escape and help request; `_Shell`
+# below is that `get_ipython()`: it runs what Jupyter runs as Python in the kernel's namespace
+# (%time, %%time, %%capture, %prun, %%prun) and neutralises the rest with a note in the student's
+# output (a shell command, a file written, a timing loop, another language's cell).
+#
+# Why the transformation happens here, in the child, and not in the grader: the cell text is
+# untrusted, and IPython's transformer re-tokenizes the whole cell once per magic it rewrites (up
+# to 500 times), so a hostile cell can cost minutes of CPU. In the child that cost falls under the
+# step's own CPU, memory and time limits and stops nothing but that step; in the grader it would
+# stall a whole batch. Nothing of it crosses back (the load reply is the usual names and errors),
+# and IPython is a library like numpy, not the kit: the child still imports nothing of the kit.
+RUN_LINE_MAGICS = {"time", "prun"}                       # run their statement in the namespace
+RUN_CELL_MAGICS = {"time", "capture", "prun"}            # run their body, as Python, in the namespace
+# magics that change only how Jupyter shows things or reloads modules, or ask for help: nothing to
+# run and nothing worth a note
+QUIET_MAGICS = {"matplotlib", "config", "load_ext", "reload_ext", "autoreload", "aimport", "precision",
+                "xmode", "pprint", "colors", "pinfo", "pinfo2", "pdef", "pdoc", "psource", "pfile",
+                "psearch", "who", "whos", "who_ls", "lsmagic", "magic", "page", "pwd", "history", "hist"}
+# cell magics whose body is another language, or text, or a file's content: never Python here
+NOT_PYTHON_CELLS = {"bash", "sh", "script", "html", "HTML", "javascript", "js", "latex", "markdown", "svg",
+                    "writefile", "file", "perl", "ruby", "python", "python2", "python3", "pypy", "sx",
+                    "system", "!"}
+_TRANSFORMER = None
+_CELL = [""]                      # the name of the cell running, for notes and nested code
+
+
+def _ipython_code(source):
+    """The Python IPython runs for one cell (IPython's TransformerManager); the cell unchanged when
+    IPython cannot read it, so that compiling it gives the student Python's own SyntaxError."""
+    global _TRANSFORMER
+    if _TRANSFORMER is None:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+            _TRANSFORMER = TransformerManager()
+        except ImportError:        # a grader installed without IPython (a runtime dependency of the kit)
+            _TRANSFORMER = False
+            _note("IPython is not installed where the grader runs: the cells ran as plain Python.")
+    if not _TRANSFORMER:
+        return source
+    try:
+        return _TRANSFORMER.transform_cell(source)
+    except Exception:
+        return source
+
+
+def _note(text):
+    print(f"attention-kit: {_CELL[0]}: {text}", flush=True)
+
+
+class _Captured:
+    """What `%%capture name` assigns: the text printed by the cell's body."""
+
+    def __init__(self, stdout, stderr):
+        self.stdout, self.stderr, self.outputs = stdout, stderr, []
+
+    def show(self):
+        sys.stdout.write(self.stdout)
+        sys.stderr.write(self.stderr)
+
+    __call__ = show
+
+
+class _Shell:
+    """The `get_ipython()` a transformed cell calls. See the comment above."""
+
+    def run_line_magic(self, magic, line, _stack_depth=1):
+        if magic in RUN_LINE_MAGICS:
+            return _run_statement(line, f"%{magic}")
+        if magic not in QUIET_MAGICS:
+            _note(f"`%{magic}{' ' + line if line else ''}` was not run: the grader runs your Python, "
+                  "not IPython's magics (Jupyter would have).")
+        return None
+
+    def run_cell_magic(self, magic, line, cell):
+        if magic in RUN_CELL_MAGICS:
+            if magic != "capture":
+                return _run_statement(cell, f"%%{magic}")
+            out, err = io.StringIO(), io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                _run_statement(cell, "%%capture")
+            names = [w for w in line.split() if not w.startswith("-")]
+            if names:
+                STUDENT.__dict__[names[-1]] = _Captured(out.getvalue(), err.getvalue())
+            return None
+        if magic in NOT_PYTHON_CELLS:
+            _note(f"this `%%{magic}` cell is not Python, so the grader did not run it (its body is "
+                  f"{'a file Jupyter would write' if magic in ('writefile', 'file') else 'run elsewhere, or shown'}; "
+                  "nothing in it counts for the step).")
+        else:
+            _note(f"this `%%{magic}` cell was not run: the grader runs Python cells, not IPython's "
+                  "magics; nothing in it counts for the step.")
+        return None
+
+    def system(self, cmd):
+        _note(f"the shell command `!{cmd}` was not run (the grader runs no shell commands).")
+
+    def getoutput(self, cmd, split=True, depth=0):
+        _note(f"the shell command `!{cmd}` was not run (the grader runs no shell commands): its output is empty.")
+        return [] if split else ""
+
+    def transform_cell(self, source):
+        return _ipython_code(source)
+
+
+def _run_statement(source, magic):
+    """Run the Python of a %time / %%time / %%capture / %prun body in the student's namespace, as
+    IPython would: an expression gives its value (`x = %time f()`)."""
+    code = _ipython_code(source)
+    filename = f"{_CELL[0]} ({magic})"
+    try:
+        compiled = compile(code, filename, "eval")
+    except SyntaxError:
+        _run(code, filename)
+        return None
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    STUDENT_FILES.add(filename)
+    return eval(compiled, STUDENT.__dict__)
+
+
+def _display(*objs, **kwargs):
+    """Jupyter's `display`, a builtin in every notebook: the grader prints what it would show."""
+    for obj in objs:
+        print(repr(obj))
+
+
+INJECTED = {"get_ipython": lambda: _SHELL, "display": _display}   # names Jupyter gives every notebook
+_SHELL = _Shell()
 
 
 def _run(code, filename):
@@ -93,12 +225,15 @@ def load(path, display):
             errors.append({"type": type(exc).__name__, "message": f"{display} is not a readable notebook: {exc}"[:2000],
                            "traceback": ""})
             cells = []
+        if cells:
+            STUDENT.__dict__.update(INJECTED)
         for i, cell in enumerate(cells, 1):
             if _is_test_cell(cell):
                 continue
             name = f"{display}, code cell {i}"
+            _CELL[0] = name
             try:
-                _run(_cell_code(cell), name)
+                _run(_ipython_code(_cell_source(cell)), name)
             except BaseException as exc:  # SystemExit and KeyboardInterrupt included
                 errors.append(student_error(exc))
     else:
@@ -108,7 +243,8 @@ def load(path, display):
             _run(code, display)
         except BaseException as exc:
             errors.append(student_error(exc))
-    defined = sorted(k for k in STUDENT.__dict__ if not k.startswith("__"))
+    defined = sorted(k for k, v in STUDENT.__dict__.items()
+                     if not k.startswith("__") and INJECTED.get(k) is not v)
     return {"ok": True, "defined": defined[:500], "cell_errors": errors}
 
 

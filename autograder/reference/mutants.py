@@ -55,6 +55,11 @@ OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full",
              "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "softmax-naive", "return-swap",
              "argument-swap", "compare-change", "mask-invert", "fill-value", "masked-fill-drop", "tri-swap",
              "diagonal-change", "unsqueeze-move")
+# The domain (issue 28): an argument ignored (its default used whatever the caller gave) and an offset
+# dropped (positions numbered from 0); a survivor is a region of the contract no check probes. Apart
+# from OPERATORS until the recorded audit (docs/mutation_audit*.json, whose --record also writes the
+# README's tables) is rerun with them: mutants(stem, OPERATORS + DOMAIN_OPERATORS) audits both.
+DOMAIN_OPERATORS = ("argument-ignored", "offset-drop")
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,7 @@ class _Sites:
                            | {a for a in self.args if a.startswith("d_") or a in ("num_heads", "d_model")})
         for default in fn.args.defaults:                       # softmax(x, axis=-1): the default axis
             self._axis_constant(fn.args, "defaults", fn.args.defaults.index(default), default)
+        self._domain(fn)
         for parent in ast.walk(fn):
             for field, value in ast.iter_fields(parent):
                 if isinstance(value, list):
@@ -219,6 +225,25 @@ class _Sites:
                             self._visit(parent, field, i, child, fn)
                 elif isinstance(value, ast.AST):
                     self._visit(parent, field, None, value, fn)
+
+    def _domain(self, fn):
+        """argument-ignored: `arg = its default` after the docstring (a causal, block_size, mask or base
+        the caller gives is not honoured); offset-drop: `positions` renumbered from 0."""
+        body = fn.body
+        if not (body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)):
+            return                                             # only after a docstring: nothing is lost
+        named = fn.args.args[len(fn.args.args) - len(fn.args.defaults):]
+        for arg, default in zip(named, fn.args.defaults):
+            if arg.arg in ("device", "dtype"):
+                continue
+            assign = ast.Assign([ast.Name(arg.arg, ast.Store())], default, lineno=fn.lineno)
+            self._add("argument-ignored", fn, "body", 0, [body[0], assign], body[0],
+                      f"{arg.arg} ignored: always {ast.unparse(default)}")
+        if "positions" in self.args:
+            arange = "torch.arange" if self.torch else "np.arange"
+            renumbered = ast.parse(f"positions = {arange}(len(positions))").body[0]
+            self._add("offset-drop", fn, "body", 0, [body[0], renumbered], body[0],
+                      "positions renumbered from 0 (the offset dropped)")
 
     def _add(self, operator, holder, field, index, new, node, change):
         self.sites.append(_Site(operator, holder, field, index, new, node.lineno, self.where, change))

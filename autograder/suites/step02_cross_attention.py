@@ -115,7 +115,7 @@ def test_shapes(student):
 
 @check("2.2", points=2, kind="numbers")
 def test_numbers_float64(student, request):
-    """cross_attention values, out and weights, float64: no mask, a context mask (7 and 4 real tokens) with 3, 4 and 1 heads, and a context with no real token"""
+    """cross_attention values, out and weights, float64: no mask, a context mask (7 and 4 real tokens) with 3, 4 and 1 heads, a context with no real token, and more queries than context tokens"""
     x, context, Ws = _inputs("2.2")
     expect_full_precision(student, student.call_request("cross_attention", x, context, *Ws, H,
                                                         lengths_mask((7, 4), T_K)),
@@ -125,6 +125,8 @@ def test_numbers_float64(student, request):
         _expect_numbers(student, request, "2.2", "float64", h=h, keyword=h == 4)
     _expect_numbers(student, request, "2.2", "float64", lengths=(4, 0), what=_(
         "cross_attention(x, context, W_Q, W_K, W_V, W_O, 3, context_mask), the second context without a real token"))
+    # more queries than context tokens (T_q = 7 > T_k = 5): a T_q and a T_k swapped somewhere shows here
+    _expect_numbers(student, request, "2.2 long x", "float64", lengths=(5, 3), shapes={"t_q": 7, "t_k": 5})
 
 
 @check("2.3", points=0.5, kind="numbers")
@@ -195,11 +197,12 @@ def test_masked_weights(student):
 SMALL = {"x": (1, 2, 4), "context": (1, 3, 2), "W_Q": (4, 4), "W_K": (2, 4), "W_V": (2, 4), "W_O": (4, 4)}   # h = 2
 
 
-def _expect_gradients(student, masked):
-    """cross_attention's float64 gradients (and gradcheck's verdict), with a context mask or without."""
+def _expect_gradients(student, masked, lengths=(7, 2)):
+    """cross_attention's float64 gradients (and gradcheck's verdict), with a context mask of `lengths`
+    real tokens per sequence or without one."""
     x, context, Ws = _inputs("2.8")
     inputs = {"x": x, "context": context, **dict(zip(NAMES, Ws))}
-    mask = (lengths_mask((7, 2), T_K),) if masked else ()
+    mask = (lengths_mask(lengths, T_K),) if masked else ()
     cotangents = [randn((STEP, "2.8", "d_out"), (B, T_Q, D)), randn((STEP, "2.8", "d_weights"), (B, H, T_Q, T_K))]
     small = {n: randn((STEP, "2.8 small", n), s) for n, s in SMALL.items()}
     what = f"cross_attention(x, context, W_Q, W_K, W_V, W_O, {H}{', context_mask' if masked else ''})"
@@ -220,9 +223,11 @@ def _expect_gradients(student, masked):
 
 @check("2.8", points=1, kind="gradients")
 def test_gradients(student):
-    """Gradients w.r.t. x, context, W_Q, W_K, W_V and W_O match the reference's (float64), with a context mask and without one, and gradcheck passes"""
+    """Gradients w.r.t. x, context, W_Q, W_K, W_V and W_O match the reference's (float64), with a context mask (a context with no real token included) and without one, and gradcheck passes"""
     for masked in (True, False):
         _expect_gradients(student, masked)
+    # through a context with no real token: its out is 0 whatever the inputs, so its gradients are 0 (not NaN)
+    _expect_gradients(student, True, lengths=(7, 0))
 
 
 def _scores(x64, context64, Ws, mask, h=H):

@@ -65,8 +65,8 @@ def test_numbers_float32(student, request):
 
 @check("2.4", points=1, kind="numbers")
 def test_no_batch(student):
-    """Plain matrices Q (T_q, d_k) and K (T_k, d_k)"""
-    Q, K = _qk("2.4", lead=())
+    """Plain matrices Q (T_q, d_k) and K (T_k, d_k), more queries than keys (T_q = 7, T_k = 5)"""
+    Q, K = _qk("2.4", lead=(), T_q=7, T_k=5)
     got, what, mistakes = _scores(student, Q, K)
     expect_close(got, ref.attention_scores(Q, K), what, "float64", variants=mistakes)
 

@@ -189,9 +189,25 @@ def test_causal(student):
     moved = _attention(student, later, Ws, h_kv=3)[0]
     problem = attention.differs(moved.array[:, :3], out.array[:, :3])
     if problem:
-        fail(_("{what}: changing tokens 3 and 4 changed the outputs of tokens 0 to 2 ({problem}). With causal=True "
-               "a token's output may depend only on itself and the tokens before it: mask the scores of later keys "
-               "with -inf before the softmax.", what=what, problem=problem), named())
+        # the weights passed above: they are causal, so the scores are masked. A later token that still
+        # reaches an earlier output came in through a reordering of the tokens (a view or reshape that mixes
+        # the time axis with the batch or head axis), not through a missing mask: "mask later keys" would
+        # send the student after the wrong line. Changing only the other sequence tells which axis
+        other = x.copy()
+        other[1:] = randn((STEP, "3.6", "other sequence"), (B - 1, T, D))
+        crossed = attention.differs(_attention(student, other, Ws, h_kv=3)[0].array[:1], out.array[:1])
+        if crossed:
+            fail(_("{what}: changing tokens 3 and 4 changed the outputs of tokens 0 to 2 ({problem}), and changing "
+                   "only the second sequence of the batch changed the first one's outputs ({crossed}). Your weights "
+                   "are causal, so the mask is not the cause: the sequences of the batch are mixed, by a reshape or "
+                   "view that reorders the batch and time axes (e.g. .reshape(T, B, ...) of a (B, T, ...) tensor). "
+                   "Each sequence must be attended to on its own.", what=what, problem=problem, crossed=crossed),
+                 named())
+        fail(_("{what}: changing tokens 3 and 4 changed the outputs of tokens 0 to 2 ({problem}). Your weights are "
+               "causal, so the mask is not the cause: the tokens are reordered before or after the attention, by a "
+               "view or reshape that mixes the time axis with the heads (.view(B, h, T, d) of a (B, T, h * d) "
+               "tensor, where .view(B, T, h, d).transpose(1, 2) is meant; the output transposed back before "
+               ".reshape(B, T, D)).", what=what, problem=problem), named())
 
 
 def _scores(x, Ws, h=H, h_kv=KV, causal=True):

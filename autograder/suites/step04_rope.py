@@ -26,6 +26,9 @@ STEP = "04_rope"
 HD = 12
 POSITIONS = np.array([0, 1, 2, 7, 1000, 4097, 50001], dtype=np.int64)     # T = 7
 T = len(POSITIONS)
+# positions that do not start at 0 (new tokens after a cache of 37): an apply_rope that numbers its
+# tokens 0..T-1 itself, ignoring `positions`, is right on POSITIONS' first three and wrong here
+OFFSET_POSITIONS = np.arange(37, 37 + T, dtype=np.int64)
 LEADING = (2, 3)                                                          # x: (B, h, T, head_dim)
 OTHER_BASE = 500.0
 # angles: any float64 way of computing them (base ** (-2i/d), exp(-log(base) 2i/d), 1 / base ** ...)
@@ -85,8 +88,10 @@ def _expect_rope(got, what, x64, positions, dtype, base=known.DEFAULT_BASE, leve
     try:
         expect_close(got, _rope_ref(x64, positions, base), what, dtype, level, variants=mistakes)
     except CheckFailed as failure:
-        if name and not failure.misconceptions and known.float32_angles_explain(got.array, x64, positions, base):
-            fail(failure.message, ["rope-angles-float32"])
+        if name and not failure.misconceptions:
+            both = known.float32_angles_with(got.array, x64, positions, base)
+            if both:              # float32 angles alone, or with a rotation mistake: every mistake is named
+                fail(failure.message, both)
         raise
 
 
@@ -129,12 +134,13 @@ def test_angles_values(student):
 # ------------------------------------------------------------------ apply_rope
 @check("4.3", points=2, kind="numbers")
 def test_rope_float64(student, request):
-    """apply_rope values, float64: x (2, 3, 7, 12) with the default base, x (7, 8) with base=500; dtype kept"""
-    for x, base in ((_x("4.3"), None), (_x("4.3 2-D", (T, 8)), OTHER_BASE)):
-        got, what = _rope(student, x, POSITIONS, base)
+    """apply_rope values, float64: x (2, 3, 7, 12) with the default base, x (7, 8) with base=500, and x (2, 7, 12) at positions that do not start at 0 (a chunk after a cache); dtype kept"""
+    for x, base, positions in ((_x("4.3"), None, POSITIONS), (_x("4.3 2-D", (T, 8)), OTHER_BASE, POSITIONS),
+                               (_x("4.3 offset", (2, T, HD)), None, OFFSET_POSITIONS)):
+        got, what = _rope(student, x, positions, base)
         expect_dtype(request, got, "float64", what, "torch")
-        _expect_rope(got, what, x, POSITIONS, "float64", known.DEFAULT_BASE if base is None else base)
-        args = (x, POSITIONS) + (() if base is None else (base,))
+        _expect_rope(got, what, x, positions, "float64", known.DEFAULT_BASE if base is None else base)
+        args = (x, positions) + (() if base is None else (base,))
         expect_full_precision(student, student.call_request("apply_rope", *args), "apply_rope(x, positions)")
 
 
@@ -226,8 +232,14 @@ def _attention_cotangent(qk, positions, v, c_out, c_w):
 
 @check("4.7", points=1, kind="gradients")
 def test_gradients(student):
-    """Gradients through RoPE'd attention: the queries' and keys' gradients through apply_rope match the reference's (float64), and gradcheck passes"""
-    qk, v, c_out, c_w = _grad_case("4.7", GRAD_B, GRAD_H, POSITIONS, HD)
+    """Gradients through RoPE'd attention: the queries' and keys' gradients through apply_rope match the reference's (float64), at positions from 0 and at positions that do not start at 0, and gradcheck passes"""
+    for key, positions in (("4.7", POSITIONS), ("4.7 offset", OFFSET_POSITIONS)):
+        _expect_rope_gradients(student, key, positions)
+
+
+def _expect_rope_gradients(student, key, positions):
+    POSITIONS = positions                # noqa: N806  the case's positions, under the name the lines below use
+    qk, v, c_out, c_w = _grad_case(key, GRAD_B, GRAD_H, POSITIONS, HD)
     cotangent = _attention_cotangent(qk, POSITIONS, v, c_out, c_w)
     small = randn((STEP, "4.7 small", "qk"), (2, 1, 1, len(SMALL_POSITIONS), 4))
     what = _("apply_rope(queries and keys stacked, of shape {shape}, positions={positions}) inside attention",

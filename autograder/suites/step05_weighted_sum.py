@@ -31,8 +31,9 @@ def _weighted_sum(student, weights, V):
 
 @check("5.1", points=1, kind="shape")
 def test_weighted_sum_shape(student):
-    """weighted_sum gives (..., T_q, d_v) for T_q != T_k"""
+    """weighted_sum gives (..., T_q, d_v) for T_q != T_k (fewer and more queries than keys)"""
     _weighted_sum(student, *_weights_v("5.1"))
+    _weighted_sum(student, *_weights_v("5.1 more queries", T_q=7, T_k=5))
 
 
 @check("5.2", points=2, kind="numbers")

@@ -20,7 +20,7 @@ from autograder.checks.attention import expect_attention
 from autograder.reference import variants
 from autograder.checks.expect import (check, example, expect_dtype, expect_full_precision, fail, gpu_usable,
                                       precision_lost)
-from autograder.i18n import _
+from autograder.i18n import _, join
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import remembered
 from solutions import step05_weighted_sum
@@ -122,7 +122,7 @@ def _structure_problems(cls, init, shapes):
     if missing:
         problems.append(("missing", _("missing: {names}", names=", ".join(missing))))
     if wrong:
-        problems.append(("wrong", _("wrong shape: {problems}", problems="; ".join(wrong))))
+        problems.append(("wrong", _("wrong shape: {problems}", problems=join("; ", wrong))))
     if unexpected:
         shown = unexpected[:12] + (["..."] if len(unexpected) > 12 else [])
         problems.append(("unexpected", _("not in the contract: {names}", names=", ".join(shown))))
@@ -150,7 +150,7 @@ def _structure_message(cls, init, shapes):
     return _("{module} should have exactly the parameters {expected}; {problems}. Your module has: {listing}. "
              "Define {layers}: the grader loads its weights by these names.",
              module=_call_text(cls, init), expected=", ".join(f"{k} {_fmt_shape(s)}" for k, s in expected.items()),
-             problems="; ".join(text for kind, text in problems), listing=listing, layers=_layers_hint(cls, init))
+             problems=join("; ", [text for kind, text in problems]), listing=listing, layers=_layers_hint(cls, init))
 
 
 def _expect_structure(student, cls, init):

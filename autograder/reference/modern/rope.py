@@ -149,6 +149,24 @@ def float32_angles_explain(got, x, positions, base=DEFAULT_BASE):
     return bool(np.all(np.abs(slip) <= allowed) and np.any(slip != 0))
 
 
+def float32_angles_with(got, x, positions, base=DEFAULT_BASE):
+    """The mistakes that explain `got` together with float32 angles: ["rope-angles-float32"] alone,
+    or a rotation mistake as well (real code that pairs x[2i] with x[2i + 1], the GPT-J / Meta layout,
+    often computes its angles in float32 too), [] when neither explains it. A pair of mistakes whose
+    combination matches is named as the pair, not as one of them (nor as none)."""
+    if float32_angles_explain(got, x, positions, base):
+        return ["rope-angles-float32"]
+    g, x = np.asarray(got, dtype=np.float64), np.asarray(x, dtype=np.float64)
+    if g.shape != x.shape:
+        return []
+    order = interleaved_order(x.shape[-1]).numpy()        # undo the interleaving, then test the angles
+    if float32_angles_explain(g[..., order], x[..., order], positions, base):
+        return ["rope-interleaved", "rope-angles-float32"]
+    if float32_angles_explain(g, x, -np.asarray(positions), base):
+        return ["rope-sign-flipped", "rope-angles-float32"]
+    return []
+
+
 # ------------------------------------------------------------------ the audit's equivalence probes
 def probes(rng, dtype, scale):
     """[(function name, args, kwargs)] for the mutation audit's equivalence check (reference/equivalence.py):
