@@ -292,6 +292,11 @@ def step_of_file(name):
     return step if step is not None and name in step.files else None
 
 
+def step_file_names():
+    """{file name: Step} of every registered assignment's step files ("04_softmax.ipynb", ...)."""
+    return {name: step for step in ALL_STEPS for name in step.files}
+
+
 def assignment_of_report(stems):
     """The assignment of a graded report from its steps' stems (the first stem's), or None."""
     for stem in stems:

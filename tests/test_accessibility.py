@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.reports import class_view
+
 from conftest import ROOT
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -71,7 +73,7 @@ def test_the_class_view_has_no_serious_violation(tmp_path, lang):
     out = tmp_path / "out"
     synthetic_class(out)
     kit("class-report", out, "--lang", lang, "--jobs", "1", cwd=tmp_path)
-    pages = [out / "class.html", next(out.glob("*/feedback.html"))]
+    pages = [class_view.page_path(out), next(out.glob("*/feedback.html"))]
     assert violations(pages) == {p.name: [] for p in pages}
 
 

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from autograder.reports import class_view
+
 from conftest import ROOT
 
 LESSON = ROOT / "samples" / "lesson"
@@ -64,11 +66,11 @@ def test_the_terminal_and_the_gradebook_name_the_file(graded):
 
 def test_the_class_view_counts_it_apart(graded):
     tmp, _err = graded
-    data = json.loads((tmp / "out" / "class.json").read_text())
+    data = json.loads(class_view.numbers_path(tmp / "out").read_text())
     step = data["steps"]["04_softmax"]
     assert step["unreadable"] == len(BAD) and step["attempted"] == 1
     assert step["forbidden_api"] == 0 and step["correct_but_slow"] == 0
     assert all(c["attempted"] <= 1 for c in data["checks"] if c["step"] == "04_softmax")
     assert not any(m["steps"].get("04_softmax") for m in data["misconceptions"].values())
-    page = (tmp / "out" / "class.html").read_text(encoding="utf-8")
+    page = class_view.page_path(tmp / "out", tmp / "out" / "class.html").read_text(encoding="utf-8")
     assert "file unreadable" in page

@@ -175,9 +175,9 @@ def steps_arg(text):
 def near_miss(name):
     """The step file name that `name` almost is ("04_softmax (1).ipynb", "04_Softmax.ipynb":
     04_softmax.ipynb), from the names the file search looks for; None when it is none of them."""
-    if name in submitted_files.STEP_FILE_NAMES or not name.endswith((".ipynb", ".py")):
+    if name in contract.step_file_names() or not name.endswith((".ipynb", ".py")):
         return None
-    match = difflib.get_close_matches(name.casefold(), submitted_files.STEP_FILE_NAMES, n=1, cutoff=0.8)
+    match = difflib.get_close_matches(name.casefold(), contract.step_file_names(), n=1, cutoff=0.8)
     return match[0] if match else None
 
 
@@ -195,7 +195,7 @@ def survey_folder(folder, limit=20_000):
         if seen > limit:
             break
         for name in sorted(files):
-            step = submitted_files.STEP_FILE_NAMES.get(name)
+            step = contract.step_file_names().get(name)
             top = parts[0] if parts else ""
             if step is not None:
                 by_top.setdefault(top, set()).add(step.stem)
@@ -213,7 +213,7 @@ def one_submission(path, steps):
     file, a folder holding several students' submissions, steps the submission does not have."""
     if os.path.isfile(path):
         name = os.path.basename(path)
-        if name not in submitted_files.STEP_FILE_NAMES:
+        if name not in contract.step_file_names():
             good = near_miss(name)
             if good:
                 raise Refused(_("{file} is not a step file name: rename it {good} (the grader looks for the "
@@ -417,7 +417,7 @@ def class_root(root):
     names = [e.name for e in base.iterdir() if not e.name.startswith(".")]
     if not names:
         raise Refused(_("{path} holds no submissions (an empty folder)", path=shown(base)))
-    own = [n for n in sorted(names) if n in submitted_files.STEP_FILE_NAMES or near_miss(n) or n in contract.ASSIGNMENTS]
+    own = [n for n in sorted(names) if n in contract.step_file_names() or near_miss(n) or n in contract.ASSIGNMENTS]
     if own:
         raise Refused(_("{path} looks like one student's submission ({names} at its top), not a class of them: "
                         "grade it with `python -m autograder grade {path}`; grade-all takes the folder holding "
