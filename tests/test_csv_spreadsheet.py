@@ -7,6 +7,7 @@ sniff the mark, else decode as cp1252."""
 import csv
 import io
 
+from autograder import contract
 from autograder.commands import batch
 
 NAMES = ["张伟", "Müller", "Ngozi Ọkọnkwọ", "مريم", "Дмитрий", "=cmd()", "plain"]
@@ -22,7 +23,7 @@ def excel_decode(data: bytes) -> str:
 
 
 def results(score, error=""):
-    steps = {s: {"score": score} for s in batch.STEP_STEMS}
+    steps = {s: {"score": score} for s in contract.REGISTRY[contract.DEFAULT_ASSIGNMENT].stems}
     extra = {"steps": steps, "max_score": 70}
     if error:
         extra["error"] = error

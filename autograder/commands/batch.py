@@ -333,7 +333,9 @@ def warm_up():
     submission in hand and is shut down, instead of printing its own traceback."""
     global _grader
     import signal
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import threading
+    if threading.current_thread() is threading.main_thread():    # a Dask worker runs tasks in a thread of its own
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from autograder.sandbox import zygote
         zygote.start()
