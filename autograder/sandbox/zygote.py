@@ -279,8 +279,9 @@ def serve(control_fd, framework):
     import tempfile  # noqa: F401
     if framework == "torch":
         import torch  # noqa: F401
-    from autograder.sandbox import isolation  # noqa: F401
+    from autograder.sandbox import isolation
     from autograder.child import runner  # noqa: F401
+    isolation.prepare_layers()     # the filter compiled once here: a child only loads it
     if framework == "torch":
         warm_up_torch()
     # everything imported so far stays alive in every child: out of the cycle collector's sight,
