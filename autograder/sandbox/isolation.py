@@ -209,6 +209,9 @@ def _probe(mode):
         if not seccomp.available():
             _probe_cache[mode], _reasons[mode] = False, "libseccomp (libseccomp2) is not installed"
             return False
+        if mode == "uid" and not credentials.capability_sets().get("CapEff", 0) & (1 << 21):
+            _probe_cache[mode], _reasons[mode] = False, "root without CAP_SYS_ADMIN (e.g. Docker's default)"
+            return False
         if mode == "landlock" and landlock.abi() == 0:
             _probe_cache[mode], _reasons[mode] = False, "the kernel has no Landlock"
             return False
@@ -228,18 +231,30 @@ def _probe(mode):
                 code = ("import sys\nopen('probe', 'w').write('ok')\nopen(sys.argv[1], 'rb').read(1)\n"
                         "print(open('probe').read())\n")
                 proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, numpy_init],
-                                      preexec_fn=lambda: apply(plan), cwd=scratch, capture_output=True, timeout=60)
+                                      preexec_fn=lambda: _apply_telling(plan), cwd=scratch, capture_output=True,
+                                      timeout=60)
                 _probe_cache[mode] = proc.returncode == 0 and proc.stdout.strip() == b"ok"
-                why = proc.stderr.decode(errors="replace").strip().splitlines()
+                why = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if ln.strip()]
                 why = why[-1][-300:] if why else f"exit code {proc.returncode}"
             except (OSError, subprocess.SubprocessError) as exc:
                 _probe_cache[mode] = False
                 why = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, subprocess.SubprocessError) and getattr(exc, "__notes__", None) is None:
+                    why = "the level's set-up failed in the child"
             finally:
                 if plan is not None:
                     finish(plan)
         _reasons[mode] = why
     return _probe_cache[mode]
+
+
+def _apply_telling(plan):
+    """apply, and on failure its reason on stderr (Popen says only 'Exception occurred in preexec_fn')."""
+    try:
+        apply(plan)
+    except BaseException as exc:
+        os.write(2, f"\n{exc}\n".encode(errors="replace"))
+        raise
 
 
 _uids_taken = 0
