@@ -26,8 +26,9 @@ import test_hostile
 
 ACCOUNTS = Path(__file__).with_name("accounts.py")
 CORPUS = ROOT / "tests" / "hostile"
+ESCAPE_CASES = CORPUS / "escapes"      # issue 24: each scores full marks exactly when its escape works
 USER = 54321                      # the ordinary account (no passwd entry needed)
-ESCAPES = sorted(p.name.split(".")[0] for p in CORPUS.glob("escape_*.04_softmax.py"))
+ESCAPES = sorted(p.name.split(".")[0] for p in ESCAPE_CASES.glob("escape_*.04_softmax.py"))
 WALL_CASES = sorted(test_hostile.ISOLATION_CASES)
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                                 reason="makes the other accounts: needs root and setpriv (CI runs as root)")
@@ -86,10 +87,11 @@ class Services:
 
 def _cases():
     cases = [("honest", (ROOT / "samples" / "unusual_style" / "04_softmax.py").read_text()),
-             ("wrong_baseline", (CORPUS / "wrong_baseline.04_softmax.py").read_text())]
-    cases += [(name, (CORPUS / f"{name}.04_softmax.py").read_text()) for name in ESCAPES + WALL_CASES]
+             ("wrong_baseline", (ESCAPE_CASES / "wrong_baseline.04_softmax.py").read_text())]
+    cases += [(name, ((ESCAPE_CASES if name in ESCAPES else CORPUS) / f"{name}.04_softmax.py").read_text())
+              for name in ESCAPES + WALL_CASES]
     cases += [("cold", None), ("cold_honest", cases[0][1]),
-              ("cold_escape_privileges", (CORPUS / "escape_privileges.04_softmax.py").read_text())]
+              ("cold_escape_privileges", (ESCAPE_CASES / "escape_privileges.04_softmax.py").read_text())]
     return cases
 
 
