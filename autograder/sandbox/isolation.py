@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.i18n import _, render
 from autograder.sandbox import credentials, landlock, seccomp
 
 KIT_ROOT = Path(__file__).resolve().parents[2]
@@ -169,9 +170,8 @@ def choose_mode(requested="auto"):
         if level in LEVELS and _probe(level):
             if requested == "auto" and level != levels[0] and level not in _told:
                 _told.add(level)
-                print(f"attention-kit: walling student code with the {level!r} level "
-                      f"({'; '.join(f'{m}: {_reasons[m]}' for m in levels[:levels.index(level)])})",
-                      file=sys.stderr)
+                _tell(_("attention-kit: walling student code with the {level} level ({why})", level=level,
+                        why="; ".join(f"{m}: {_reasons[m]}" for m in levels[:levels.index(level)])))
             return level
     raise WallUnavailable(refusal(levels))
 
@@ -188,20 +188,25 @@ def candidate_levels():
 
 def refusal(levels):
     """The one line that says why nothing can be graded here, and what the instructor can do."""
-    from autograder.i18n import _, render
     why = "; ".join(f"{m}: {_reasons.get(m, 'unknown level')}" for m in levels)
     return render(_("attention-kit: refusing to run student code: this machine cannot wall it off ({why}). "
-                    "Run the grader as root, enable user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
-                    "user.max_user_namespaces > 0), or use a kernel with Landlock; install libseccomp2; "
-                    "or, for code you trust, pass --isolation none-unsafe", why=why), "en")
+                    "Run the grader as root, or enable user namespaces (sysctl user.max_user_namespaces=10000; "
+                    "on Debian and Ubuntu also kernel.unprivileged_userns_clone=1 and, on Ubuntu 24.04, "
+                    "kernel.apparmor_restrict_unprivileged_userns=0), or install libseccomp2 if it is missing; "
+                    "--isolation landlock walls with Landlock alone (the child keeps this account's uid); "
+                    "--isolation none-unsafe grades without any wall, for code you trust", why=why))
 
 
 def _warn_unsafe():
     if "unsafe" not in _told:
         _told.add("unsafe")
-        print("attention-kit: WARNING: grading WITHOUT a wall (--isolation none-unsafe): student code runs "
-              "with this account's rights; results.json says so (extra_data.isolation.walled = false)",
-              file=sys.stderr)
+        _tell(_("attention-kit: WARNING: grading WITHOUT a wall (--isolation none-unsafe): student code runs "
+                "with this account's rights; results.json says so (extra_data.isolation.walled = false)"))
+
+
+def _tell(message):
+    """One line for the instructor on stderr, in the language the command was asked for."""
+    print(render(message), file=sys.stderr)
 
 
 def _probe(mode):
@@ -564,19 +569,11 @@ def apply(plan):
     namespace, the new root, the unprivileged uid, no capabilities, no_new_privs, Landlock, the
     seccomp filter. Runs in the forked child, before any student code; any failure raises, and
     the child then never runs student code."""
-    for res, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_DATA, plan.memory_bytes),
-                       (resource.RLIMIT_FSIZE, plan.file_bytes)):
-        resource.setrlimit(res, (value, value))
-    resource.setrlimit(resource.RLIMIT_CPU, (plan.cpu_seconds, plan.cpu_seconds + 5))
     if plan.cgroup:
         with open(os.path.join(plan.cgroup, "cgroup.procs"), "w") as f:
             f.write(str(os.getpid()))
-    elif not plan.cuda:      # no cgroup: bound each process's address space, shared mappings included
-        limit = plan.memory_bytes + LIBRARY_ADDRESS_SPACE
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if plan.mode == "process":        # no wall, asked for by name (--isolation none-unsafe)
-        if os.geteuid() != 0:
-            resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
+        set_limits(plan, nproc=os.geteuid() != 0)
         return
     credentials.new_session_keyring()         # before the uid changes: the grader's is left behind
     if plan.uid and plan.mode == "landlock":
@@ -594,7 +591,6 @@ def apply(plan):
         elif plan.uid:                            # root's user namespace: from its 0 to INNER_UID, the fresh uid outside
             credentials.become(INNER_UID)
     credentials.clear_capabilities()
-    resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if plan.namespaces:      # the view is the wall; Landlock keeps writes to the child's own tmpfs
         landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"] + plan.shared,
@@ -602,7 +598,23 @@ def apply(plan):
     elif landlock.restrict(read=landlock_readable(plan) + ["/proc"], write=[plan.scratch] + plan.shared,
                            write_files=DEVICE_FILES) == 0:
         raise OSError("no Landlock in this kernel: the 'landlock' level cannot wall the child")
+    set_limits(plan)
     seccomp.load(keep_session=plan.pid_namespace)
+
+
+def set_limits(plan, nproc=True):
+    """The resource limits, set last: a cold child is a fork of the grader, whose address space
+    and data (torch, pytest) are already over them, and the set-up above must still allocate;
+    an exec then starts the child's program small, under them."""
+    for res, value in ((resource.RLIMIT_CORE, 0), (resource.RLIMIT_DATA, plan.memory_bytes),
+                       (resource.RLIMIT_FSIZE, plan.file_bytes)):
+        resource.setrlimit(res, (value, value))
+    resource.setrlimit(resource.RLIMIT_CPU, (plan.cpu_seconds, plan.cpu_seconds + 5))
+    if not plan.cgroup and not plan.cuda:   # no cgroup: bound each process's address space, shared mappings included
+        limit = plan.memory_bytes + LIBRARY_ADDRESS_SPACE
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if nproc:
+        resource.setrlimit(resource.RLIMIT_NPROC, (plan.max_processes, plan.max_processes))
 
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
@@ -643,6 +655,9 @@ def enter_namespaces(plan):
             maps = {"setgroups": "allow", "uid_map": f"0 0 1\n{INNER_UID} {plan.uid} 1\n", "gid_map": f"0 0 1\n{INNER_UID} {plan.uid} 1\n"}
             _unshare_with_helper(CLONE_NEWUSER | flags, maps)
         else:
+            # a cold child is a fork of the grader, which made itself non-dumpable: /proc/self
+            # would then be root's, and its maps could not be written (the crash of issue 24)
+            _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
             _check(_libc.unshare(CLONE_NEWUSER | flags), "unshare")
             for name, text in (("setgroups", "deny"), ("uid_map", f"{INNER_UID} {uid} 1"),
                                ("gid_map", f"{INNER_UID} {gid} 1")):

@@ -45,7 +45,7 @@ REFUSED = (
     "swapon", "swapoff", "acct", "quotactl", "quotactl_fd", "settimeofday", "clock_settime",
     "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "open_by_handle_at",
     "name_to_handle_at", "iopl", "ioperm", "lookup_dcookie", "vhangup", "syslog",
-    "fanotify_init", "personality",
+    "fanotify_init",
 )
 SESSION_CALLS = ("setsid", "setpgid")
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.sandbox import isolation
 from conftest import ROOT
 import test_hostile
 
@@ -82,6 +83,10 @@ class Services:
 
     def close(self):
         for s in (self.tcp, self.unix):
+            try:
+                s.shutdown(socket.SHUT_RDWR)      # wakes the accept(), which then lets the name go
+            except OSError:
+                pass
             s.close()
 
 
@@ -93,6 +98,22 @@ def _cases():
     cases += [("cold", None), ("cold_honest", cases[0][1]),
               ("cold_escape_privileges", (ESCAPE_CASES / "escape_privileges.04_softmax.py").read_text())]
     return cases
+
+
+def _left_running(uid, log):
+    """Live processes of this run's children: the uids its grader gave out (root), or anything of
+    the ordinary account's (the grader itself has exited). Other graders on the machine are not ours."""
+    uids = {int(u) for u in log.read_text().split()} if log.exists() else set()
+    return sorted(pid for u in uids | ({uid} if uid else set()) for pid in isolation.processes_of(u))
+
+
+def _describe(pid):
+    """A live process left behind, told by its owner, state and command line (for the failure)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (pid, os.stat(f"/proc/{pid}").st_uid, stat[0], Path(f"/proc/{pid}/cmdline").read_bytes()[:200])
+    except OSError:
+        return (pid, "gone")
 
 
 def graded_as(kind, level="auto"):
@@ -119,7 +140,8 @@ def graded_as(kind, level="auto"):
     os.chown(tmp, uid, uid)
     services, before = Services(), test_hostile.kit_fingerprint()
     try:
-        env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8"}
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8",
+               "ATTENTION_KIT_UID_LOG": str(home / "uids.log")}
         proc = subprocess.run([sys.executable, str(ACCOUNTS), kind, str(uid), "--", sys.executable, "-c", BATCH,
                                level, *args], cwd=ROOT, capture_output=True, text=True, timeout=1500, env=env)
     finally:
@@ -127,7 +149,7 @@ def graded_as(kind, level="auto"):
     assert proc.returncode == 0, proc.stderr[-3000:]
     left = {"kit changed": test_hostile.kit_fingerprint() != before, "connections": services.accepted,
             "files": sorted(str(p) for p in tmp.iterdir()),
-            "processes": test_hostile.live_child_processes()}
+            "processes": [_describe(pid) for pid in _left_running(uid, home / "uids.log")]}
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(secret, ignore_errors=True)
     return json.loads(proc.stdout.strip().splitlines()[-1]), left, proc.stderr
