@@ -179,6 +179,14 @@ def choose_mode(requested="auto"):
 _told = set()
 
 
+def strongest_available():
+    """The level `auto` would choose here, or None where the grader would refuse (tests, docs)."""
+    try:
+        return choose_mode("auto")
+    except WallUnavailable:
+        return None
+
+
 def candidate_levels():
     """The levels that give the whole guarantee on this account, strongest first. An ordinary
     account without user namespaces gets no 'landlock' unless it asks for it by name: there the
@@ -235,9 +243,11 @@ def _probe(mode):
                 # yet what a child needs: its folder writable, numpy's files readable inside the new root
                 import importlib.util
                 numpy_init = importlib.util.find_spec("numpy").origin
-                code = ("import sys\nopen('probe', 'w').write('ok')\nopen(sys.argv[1], 'rb').read(1)\n"
-                        "print(open('probe').read())\n")
-                proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, numpy_init],
+                # (the landlock level writes nothing: its folder is read-only there)
+                code = ("import sys\nif sys.argv[2] == 'rw': open('probe', 'w').write('ok')\n"
+                        "open(sys.argv[1], 'rb').read(1)\nprint(open('probe').read() if sys.argv[2] == 'rw' else 'ok')\n")
+                proc = subprocess.run([sys.executable, "-I", "-S", "-c", code, numpy_init,
+                                       "rw" if plan.namespaces else "ro"],
                                       preexec_fn=lambda: _apply_telling(plan), cwd=scratch, capture_output=True,
                                       timeout=60)
                 _probe_cache[mode] = proc.returncode == 0 and proc.stdout.strip() == b"ok"
@@ -593,13 +603,15 @@ def apply(plan):
     credentials.clear_capabilities()
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     if plan.namespaces:      # the view is the wall; Landlock keeps writes to the child's own tmpfs
-        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"] + plan.shared,
-                          write_files=DEVICE_FILES)
-    elif landlock.restrict(read=landlock_readable(plan) + ["/proc"], write=[plan.scratch] + plan.shared,
-                           write_files=DEVICE_FILES) == 0:
+        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"], write_files=DEVICE_FILES,
+                          sockets=plan.shared)
+    # no view of its own: nothing written on the machine's disk at all, which no tmpfs caps here
+    # (only the scratch folder's files are read, and a kernel's sockets made in `shared`)
+    elif landlock.restrict(read=landlock_readable(plan) + [plan.scratch, "/proc"], write_files=DEVICE_FILES,
+                           sockets=plan.shared) == 0:
         raise OSError("no Landlock in this kernel: the 'landlock' level cannot wall the child")
     set_limits(plan)
-    seccomp.load(keep_session=plan.pid_namespace)
+    seccomp.load(own_namespaces=plan.namespaces)
 
 
 def set_limits(plan, nproc=True):

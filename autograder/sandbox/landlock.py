@@ -66,9 +66,10 @@ def abi():
     return _abi
 
 
-def restrict(read=(), write=(), write_files=(), tcp=False):
+def restrict(read=(), write=(), write_files=(), sockets=(), tcp=False):
     """Restrict this process (and what it starts) for good: read and execute beneath `read`,
-    everything beneath `write`, writing the single files `write_files` (/dev/null), no TCP bind or
+    everything beneath `write`, writing the single files `write_files` (/dev/null), unix sockets
+    made, used and removed beneath `sockets` (no other file created there), no TCP bind or
     connect unless `tcp`, no abstract unix socket or signal outside its own domain. Paths that do
     not exist are passed over. Needs no_new_privs. Returns the ABI used (0: Landlock absent)."""
     version = min(abi(), 7)
@@ -80,7 +81,8 @@ def restrict(read=(), write=(), write_files=(), tcp=False):
     size = 8 if version < 4 else 16 if version < 6 else 24
     ruleset = _call(SYS[0], ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
-        for paths, rights in ((read, READ), (write, fs), (write_files, READ_FILE | WRITE_FILE)):
+        for paths, rights in ((read, READ), (write, fs), (write_files, READ_FILE | WRITE_FILE),
+                              (sockets, READ | WRITE_FILE | MAKE_SOCK | REMOVE_FILE)):
             for path in paths:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

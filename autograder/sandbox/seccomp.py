@@ -18,8 +18,9 @@ Refused:
 - kernel modules, kexec, reboot, swap, clocks, host and domain names, accounting, quotas,
   open_by_handle_at (the classic container escape), iopl/ioperm, the terminal's TIOCSTI;
 - every socket but AF_UNIX (no network at all, whatever namespace the level gives);
-- in a level without a PID namespace, setsid and setpgid, so that everything the student starts
-  stays in the child's process group and dies with it.
+- in a level without namespaces of its own, setsid and setpgid (everything the student starts
+  stays in the child's process group and dies with it) and System V and POSIX IPC objects
+  (which would outlive it on the machine).
 """
 import ctypes
 import errno
@@ -47,7 +48,9 @@ REFUSED = (
     "name_to_handle_at", "iopl", "ioperm", "lookup_dcookie", "vhangup", "syslog",
     "fanotify_init",
 )
-SESSION_CALLS = ("setsid", "setpgid")
+# refused only where the child shares the machine's PID and IPC namespaces (the landlock level):
+# its processes stay in its process group, killed whole; no System V or POSIX IPC object outlives it
+SESSION_CALLS = ("setsid", "setpgid", "shmget", "msgget", "semget", "mq_open")
 
 
 def available():
@@ -55,11 +58,11 @@ def available():
 
 
 @functools.lru_cache(maxsize=2)
-def _filter(keep_session):
+def _filter(own_namespaces):
     """The filter (a pyseccomp.SyscallFilter), built once per process and kind."""
     f = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
     deny = pyseccomp.ERRNO(errno.EPERM)
-    for name in REFUSED + (() if keep_session else SESSION_CALLS):
+    for name in REFUSED + (() if own_namespaces else SESSION_CALLS):
         try:
             f.add_rule(deny, name)
         except (OSError, ValueError):
@@ -84,12 +87,12 @@ PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 
 
 @functools.lru_cache(maxsize=2)
-def _program(keep_session):
+def _program(own_namespaces):
     """The filter compiled to BPF by libseccomp, held ready in this process: a child only hands
     it to the kernel (one prctl, no allocation: safe after a fork from a threaded grader)."""
     fd = os.memfd_create("attention-kit-seccomp")
     try:
-        _filter(keep_session).export_bpf(open(fd, "wb", closefd=False))
+        _filter(own_namespaces).export_bpf(open(fd, "wb", closefd=False))
         code = os.pread(fd, 1 << 20, 0)
     finally:
         os.close(fd)
@@ -104,9 +107,9 @@ def prepare():
         _program(False)
 
 
-def load(keep_session=True):
+def load(own_namespaces=True):
     """Install the filter on this process (and everything it starts). Needs no_new_privs set."""
-    _, fprog = _program(keep_session)
+    _, fprog = _program(own_namespaces)
     if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp: {os.strerror(err)}")

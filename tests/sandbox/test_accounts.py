@@ -138,7 +138,7 @@ def graded_as(kind, level="auto"):
     tmp = home / "tmp"
     tmp.mkdir()
     os.chown(tmp, uid, uid)
-    services, before = Services(), test_hostile.kit_fingerprint()
+    services, before, ipc_before = Services(), test_hostile.kit_fingerprint(), test_hostile.ipc_objects()
     try:
         env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8",
                "ATTENTION_KIT_UID_LOG": str(home / "uids.log")}
@@ -148,16 +148,24 @@ def graded_as(kind, level="auto"):
         services.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
     left = {"kit changed": test_hostile.kit_fingerprint() != before, "connections": services.accepted,
-            "files": sorted(str(p) for p in tmp.iterdir()),
+            "files": sorted(str(p) for p in tmp.iterdir()), "ipc": sorted(test_hostile.ipc_objects() - ipc_before),
             "processes": [_describe(pid) for pid in _left_running(uid, home / "uids.log")]}
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(secret, ignore_errors=True)
     return json.loads(proc.stdout.strip().splitlines()[-1]), left, proc.stderr
 
 
-@pytest.fixture(scope="module", params=["root", "root-no-sysadmin", "user"])
+# (account, --isolation): every account with the level `auto` picks, and root asking for userns
+# (whose child was uid 0 inside before issue 24)
+ACCOUNT_LEVELS = [("root", "auto"), ("root-no-sysadmin", "auto"), ("user", "auto"), ("root", "userns")]
+CHOSEN = {("root", "auto"): "uid", ("root-no-sysadmin", "auto"): "userns", ("user", "auto"): "userns",
+          ("root", "userns"): "userns"}
+
+
+@pytest.fixture(scope="module", params=ACCOUNT_LEVELS, ids=[f"{k}-{lv}" for k, lv in ACCOUNT_LEVELS])
 def account(request):
-    return request.param, *graded_as(request.param)
+    kind, level = request.param
+    return request.param, *graded_as(kind, level)
 
 
 def test_every_account_walls_with_the_whole_guarantee(account):
@@ -172,7 +180,7 @@ def test_every_account_walls_with_the_whole_guarantee(account):
     assert escaped == {}, f"as {kind}, these escapes worked: {escaped}"
     assert results["cold_honest"]["score"] == 10
     assert results["cold_escape_privileges"]["score"] == baseline
-    assert left == {"kit changed": False, "connections": 0, "files": [], "processes": []}
+    assert left == {"kit changed": False, "connections": 0, "files": [], "ipc": [], "processes": []}
 
 
 def test_the_corpus_wall_cases_hold_under_every_account(account):
@@ -187,10 +195,26 @@ def test_the_corpus_wall_cases_hold_under_every_account(account):
 
 def test_the_levels_chosen_are_the_strongest_each_account_allows(account):
     kind, results, _, _ = account
-    expected = {"root": "uid", "root-no-sysadmin": "userns", "user": "userns"}[kind]
+    expected = CHOSEN[kind]
     info = results["honest"]["extra_data"]["isolation"]
     assert info["mode"] == expected
     assert "same as grader" not in str(info["uid"]) and str(info["uid"]) != "0"
+
+
+def test_landlock_alone_is_given_only_by_name_and_holds_but_for_the_bounding_set():
+    """An ordinary account without user namespaces may ask for --isolation landlock: no view of its
+    own, its own uid, but every escape still fails, except that the bounding set it cannot empty
+    shows (escape_privileges), as docs/security.md says."""
+    results, left, _ = graded_as("user-no-userns", "landlock")
+    baseline = results["wrong_baseline"]["score"]
+    assert results["honest"]["score"] == 10 and results["cold_honest"]["score"] == 10
+    info = results["honest"]["extra_data"]["isolation"]
+    assert info["mode"] == "landlock" and info["walled"] is True and "landlock ABI" in " ".join(info["layers"])
+    escaped = {name for name in ESCAPES if results[name]["score"] != baseline}
+    assert escaped == {"escape_privileges"}
+    for case in ("read_solutions", "read_installed_kit"):
+        assert results[case]["score"] == test_hostile.EXPECTED[case][0]
+    assert left == {"kit changed": False, "connections": 0, "files": [], "ipc": [], "processes": []}
 
 
 def test_an_account_without_user_namespaces_is_refused_in_one_line():

@@ -1,9 +1,12 @@
-# The classic chroot escape (a chroot deeper, then `..` past the old root): full marks if it leads out to the kit's reference.
+# The classic chroot escape (a chroot deeper, then `..` past the old root): full marks if it leads out of the child's view (to the instructor's folder the test made in /var/tmp).
+import glob
 import os
 import numpy as np
 
 
 def _escaped():
+    if glob.glob("/var/tmp/attention-kit-instructor-*"):
+        return True                      # no wall at all: already outside
     try:
         os.makedirs("jail", exist_ok=True)
         fd = os.open("/", os.O_RDONLY)
@@ -12,7 +15,7 @@ def _escaped():
         for _ in range(64):
             os.chdir("..")
         os.chroot(".")
-        return any(os.path.exists(p) for p in ("/work", "/root/.bash_history", "/etc/shadow")) and os.access("/etc/shadow", os.R_OK)
+        return bool(glob.glob("/var/tmp/attention-kit-instructor-*"))
     except OSError:
         return False
 
