@@ -10,13 +10,16 @@
 import ctypes
 import errno
 import os
+import platform
 
 KEYCTL_JOIN_SESSION_KEYRING = 1
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
-SYS_KEYCTL = 250               # x86_64; aarch64: 219 (looked up below)
+SYS_KEYCTL = {"aarch64": 219, "riscv64": 219}.get(platform.machine(), 250)     # x86_64: 250
 
 _libc = ctypes.CDLL(None, use_errno=True)
+_syscall = _libc.syscall
+_syscall.restype = ctypes.c_long
 
 
 class _CapHeader(ctypes.Structure):
@@ -27,23 +30,17 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
-def _keyctl_number():
-    import platform
-    return {"aarch64": 219}.get(platform.machine(), SYS_KEYCTL)
-
-
 def new_session_keyring():
     """Join a new, empty, anonymous session keyring. Where the call is refused already (a
     container's own seccomp profile), the child cannot reach any keyring either: fine."""
-    _libc.syscall.restype = ctypes.c_long
-    if _libc.syscall(ctypes.c_long(_keyctl_number()), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
+    if _syscall(ctypes.c_long(SYS_KEYCTL), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING),
                      ctypes.c_void_p(None)) < 0:
         err = ctypes.get_errno()
         if err not in (errno.ENOSYS, errno.EPERM):
             raise OSError(err, f"keyctl(JOIN_SESSION_KEYRING): {os.strerror(err)}")
 
 
-def last_capability():
+def _last_capability():
     try:
         with open("/proc/sys/kernel/cap_last_cap") as f:
             return int(f.read())
@@ -51,11 +48,14 @@ def last_capability():
         return 63
 
 
+LAST_CAPABILITY = _last_capability()     # read once, in the zygote or the grader, not per child
+
+
 def drop_bounding_and_ambient(last=None):
     """Empty the bounding and ambient sets (needs CAP_SETPCAP: call it while still privileged;
     without it the bounding set stays, and no_new_privs keeps it unusable)."""
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
-    for cap in range((last_capability() if last is None else last) + 1):
+    for cap in range((LAST_CAPABILITY if last is None else last) + 1):
         if _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() != errno.EINVAL:
             if ctypes.get_errno() == errno.EPERM:
                 return False
