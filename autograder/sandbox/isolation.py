@@ -601,7 +601,7 @@ def apply(plan):
         elif plan.uid:                            # root's user namespace: from its 0 to INNER_UID, the fresh uid outside
             credentials.become(INNER_UID)
     credentials.clear_capabilities()
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
     if plan.namespaces:      # the view is the wall; Landlock keeps writes to the child's own tmpfs
         landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"], write_files=DEVICE_FILES,
                           sockets=plan.shared)
