@@ -602,13 +602,15 @@ def apply(plan):
             credentials.become(INNER_UID)
     credentials.clear_capabilities()
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(PR_SET_NO_NEW_PRIVS)")
-    if plan.namespaces:      # the view is the wall; Landlock keeps writes to the child's own tmpfs
-        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"], write_files=DEVICE_FILES,
-                          sockets=plan.shared)
-    # no view of its own: nothing written on the machine's disk at all, which no tmpfs caps here
-    # (only the scratch folder's files are read, and a kernel's sockets made in `shared`)
-    elif landlock.restrict(read=landlock_readable(plan) + [plan.scratch, "/proc"], write_files=DEVICE_FILES,
-                           sockets=plan.shared) == 0:
+    if plan.namespaces:
+        # the view is the wall; Landlock keeps writes to the child's own tmpfs. TCP is left to the
+        # network namespace (no interface up: the usual "network unreachable", not EACCES)
+        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"] + plan.shared,
+                          write_files=DEVICE_FILES, devices=gpu_devices(plan), tcp=True)
+    # no view of its own: nothing written on the machine's disk, which no tmpfs caps here (the
+    # scratch folder is only read; `shared`, a kernel's connection file and sockets, is written)
+    elif landlock.restrict(read=landlock_readable(plan) + [plan.scratch, "/proc"], write=plan.shared,
+                           write_files=DEVICE_FILES, devices=gpu_devices(plan)) == 0:
         raise OSError("no Landlock in this kernel: the 'landlock' level cannot wall the child")
     set_limits(plan)
     seccomp.load(own_namespaces=plan.namespaces)
@@ -630,6 +632,16 @@ def set_limits(plan, nproc=True):
 
 
 DEVICE_FILES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
+
+
+def gpu_devices(plan):
+    """The NVIDIA device files a CUDA child opens read-write and drives by ioctl (none otherwise)."""
+    if not plan.cuda:
+        return []
+    try:
+        return ["/dev/" + name for name in os.listdir("/dev") if name.startswith("nvidia")]
+    except OSError:
+        return []
 
 
 def landlock_readable(plan):

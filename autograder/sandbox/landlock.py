@@ -66,10 +66,10 @@ def abi():
     return _abi
 
 
-def restrict(read=(), write=(), write_files=(), sockets=(), tcp=False):
+def restrict(read=(), write=(), write_files=(), devices=(), tcp=False):
     """Restrict this process (and what it starts) for good: read and execute beneath `read`,
-    everything beneath `write`, writing the single files `write_files` (/dev/null), unix sockets
-    made, used and removed beneath `sockets` (no other file created there), no TCP bind or
+    everything beneath `write`, writing the single files `write_files` (/dev/null), read, write
+    and ioctl on the device files `devices` (a GPU's /dev/nvidia*), no TCP bind or
     connect unless `tcp`, no abstract unix socket or signal outside its own domain. Paths that do
     not exist are passed over. Needs no_new_privs. Returns the ABI used (0: Landlock absent)."""
     version = min(abi(), 7)
@@ -82,7 +82,7 @@ def restrict(read=(), write=(), write_files=(), sockets=(), tcp=False):
     ruleset = _call(SYS[0], ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
         for paths, rights in ((read, READ), (write, fs), (write_files, READ_FILE | WRITE_FILE),
-                              (sockets, READ | WRITE_FILE | MAKE_SOCK | REMOVE_FILE)):
+                              (devices, READ_FILE | WRITE_FILE | IOCTL_DEV)):
             for path in paths:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

@@ -17,7 +17,9 @@ Refused:
 - bpf, perf_event_open, userfaultfd, io_uring (whose operations bypass this filter);
 - kernel modules, kexec, reboot, swap, clocks, host and domain names, accounting, quotas,
   open_by_handle_at (the classic container escape), iopl/ioperm, the terminal's TIOCSTI;
-- every socket but AF_UNIX (no network at all, whatever namespace the level gives);
+- every socket but AF_UNIX where the child shares the machine's network (the landlock level);
+  with a network namespace of its own, AF_INET, AF_INET6 and AF_NETLINK too (nothing to reach
+  there), never vsock and the other families no namespace walls;
 - in a level without namespaces of its own, setsid and setpgid (everything the student starts
   stays in the child's process group and dies with it) and System V and POSIX IPC objects
   (which would outlive it on the machine).
@@ -32,7 +34,8 @@ try:
 except (ImportError, RuntimeError, OSError):      # RuntimeError: the binding found no libseccomp.so
     pyseccomp = None
 
-AF_UNIX = 1
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+AF_MAX = 64                    # above every family Linux has (46 in 6.x)
 TIOCSTI = 0x5412
 
 REFUSED = (
@@ -72,8 +75,17 @@ def _filter(own_namespaces):
     for bit in (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x00000080):
         f.add_rule(deny, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, bit, bit))
     f.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
-    f.add_rule(pyseccomp.ERRNO(errno.EAFNOSUPPORT), "socket", pyseccomp.Arg(0, pyseccomp.NE, AF_UNIX))
-    f.add_rule(pyseccomp.ERRNO(errno.EAFNOSUPPORT), "socketpair", pyseccomp.Arg(0, pyseccomp.NE, AF_UNIX))
+    # sockets: unix ones only where the child shares the machine's network; with a network
+    # namespace of its own (no interface up) also inet and netlink, whose errors there are the
+    # usual "network unreachable", but never the families no namespace walls (vsock reaches the
+    # hypervisor's host, and the rest are never needed)
+    allowed = (AF_UNIX, AF_INET, AF_INET6, AF_NETLINK) if own_namespaces else (AF_UNIX,)
+    for family in range(AF_MAX):
+        if family not in allowed:
+            for call in ("socket", "socketpair"):
+                f.add_rule(pyseccomp.ERRNO(errno.EAFNOSUPPORT), call, pyseccomp.Arg(0, pyseccomp.EQ, family))
+    for call in ("socket", "socketpair"):      # a family this table does not know yet
+        f.add_rule(pyseccomp.ERRNO(errno.EAFNOSUPPORT), call, pyseccomp.Arg(0, pyseccomp.GE, AF_MAX))
     f.add_rule(deny, "ioctl", pyseccomp.Arg(1, pyseccomp.MASKED_EQ, 0xFFFFFFFF, TIOCSTI))
     return f
 
