@@ -227,6 +227,9 @@ def _probe(mode):
         if mode == "uid" and not credentials.capability_sets().get("CapEff", 0) & (1 << 21):
             _probe_cache[mode], _reasons[mode] = False, "root without CAP_SYS_ADMIN (e.g. Docker's default)"
             return False
+        if mode == "userns" and (err := _user_namespace_error()):
+            _probe_cache[mode], _reasons[mode] = False, f"no user namespaces here ({err})"
+            return False
         if mode == "landlock" and landlock.abi() == 0:
             _probe_cache[mode], _reasons[mode] = False, "the kernel has no Landlock"
             return False
@@ -263,6 +266,21 @@ def _probe(mode):
                     finish(plan)
         _reasons[mode] = why
     return _probe_cache[mode]
+
+
+def _user_namespace_error():
+    """Why this account cannot make a user namespace, or None when it can (tried in a fork)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0 if _libc.unshare(CLONE_NEWUSER) == 0 else ctypes.get_errno() or 255
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    err = os.waitstatus_to_exitcode(status)
+    if err == 0:
+        return None
+    hint = {28: "user.max_user_namespaces is 0 or reached", 1: "refused by the kernel's policy or a seccomp profile",
+            22: "the kernel has none"}.get(err, "")
+    return f"{os.strerror(err)}{': ' + hint if hint else ''}"
 
 
 def _apply_telling(plan):
