@@ -46,6 +46,7 @@ def reachable_python():
     mount("tmpfs", "/root", "tmpfs", 0, "mode=755")
     os.makedirs(prefix)
     mount(keep, prefix, None, MS_MOVE)
+    os.rmdir(keep)                            # empty again: nothing left on the machine
 
 
 def drop_to(uid, argv):
