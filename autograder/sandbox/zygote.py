@@ -283,6 +283,10 @@ def serve(control_fd, framework):
         import torch  # noqa: F401
     from autograder.sandbox import isolation
     from autograder.child import runner  # noqa: F401
+    try:    # a notebook's child turns its cells into Python with IPython's transformer: 0.1-0.3 s to import
+        import IPython.core.inputtransformer2  # noqa: F401
+    except ImportError:
+        pass
     isolation.prepare_layers()     # the filter compiled once here: a child only loads it
     if framework == "torch":
         warm_up_torch()
