@@ -255,12 +255,34 @@ def test_chinese_release_has_the_english_cells_ids_and_metadata(assignment, step
     assert f'raise NotImplementedError("第 {step.number} 步：请实现' in "\n".join(c.source for c in cells)
 
 
-@pytest.mark.parametrize("stem", ["02_cross_attention", "04_rope"])
+def table_slips(text):
+    """Lines of a printed table (consecutive lines with " | ") whose columns do not line up on screen:
+    the display column of every "|" (a Chinese character takes two, unicodedata.east_asian_width)."""
+    import unicodedata
+
+    def bars(line):
+        columns, width = [], 0
+        for ch in line:
+            if ch == "|":
+                columns.append(width)
+            width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        return columns
+    slips, previous = [], None
+    for line in text.splitlines():
+        here = bars(line) if " | " in line else None
+        if here and previous and here != previous:
+            slips.append(line)
+        previous = here
+    return slips
+
+
+@pytest.mark.parametrize("stem", ["02_cross_attention", "03_grouped_query", "04_rope"])
 def test_the_second_assignments_chinese_masters_run_and_pass_their_visible_tests(stem):
-    """Two of modern_attention's masters in Chinese (the solutions, visible tests and demos: code
+    """Three of modern_attention's masters in Chinese (the solutions, visible tests and demos: code
     unchanged, text translated), run top to bottom in one namespace as a student's notebook runs:
-    no cell raises, every visible test cell passes, and what they print is Chinese. (Two of six, the
-    cheap ones: the others' cells differ from English only in text, which the release checks.)"""
+    no cell raises, every visible test cell passes, and what they print is Chinese. (Three of six, the
+    cheap ones and the one with a table, whose columns must line up on screen: the others' cells differ
+    from English only in text, which the release checks.)"""
     master = nbformat.read(str(release.source_folder(SECOND) / f"{stem}.ipynb"), as_version=4)
     nb = notebook_i18n.translate_notebook(master, "zh", SECOND)
     namespace, printed = {"__name__": "__main__"}, io.StringIO()
@@ -271,6 +293,8 @@ def test_the_second_assignments_chinese_masters_run_and_pass_their_visible_tests
     text = printed.getvalue()
     assert f"第 {int(stem[:2])} 步的可见测试全部通过" in text and "测试通过" in text, text[-500:]
     assert len(re.findall(f"[{CJK}]", text)) > 100 and "tests passed" not in text, text[-500:]
+    assert not table_slips(text), "a printed table's columns slip (pad labels with fit()):\n" + "\n".join(table_slips(text))
+    assert table_slips("   注意力 | 1\n   attention | 2") and not table_slips("   注意力 | 1\n      abc | 2")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
