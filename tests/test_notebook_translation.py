@@ -427,3 +427,16 @@ def test_nbgrader_validates_the_chinese_notebooks(chinese_students, tmp_path):
     assert validator.validate(str(filled)) == {}
     assert validator.validate(str(stub)).get("failed")
     assert validator.validate(str(tmp_path / "04_softmax.ipynb")).get("changed")
+
+
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=[f"{a}/{s.stem}" for a, s in ALL_STEPS])
+def test_the_glossary_names_only_what_its_notebook_uses(assignment, step):
+    """A glossary row's names are the notebook's own: no NumPy `keepdims=True` in a torch notebook, no
+    class or function of the other assignment (issue 30)."""
+    master = nbformat.read(str(release.source_folder(assignment) / f"{step.stem}.ipynb"), as_version=4)
+    glossary = notebook_i18n.glossary_cell(master, lambda m: notebook_i18n.gettext("zh", m, "glossary", assignment))
+    text = "\n".join(c.source for c in master.cells)
+    names = re.findall(r"`([^`]+)`", glossary.source.split("|---|---|---|")[1])
+    assert names and all(n in text for n in names), [n for n in names if n not in text]
+    if "import torch" in text:
+        assert "`keepdims=True`" not in glossary.source
