@@ -505,7 +505,8 @@ def prepare_scratch(plan):
 def _cgroup_base():
     """(version, folder) of a memory cgroup under which this process may make children, or None."""
     try:
-        lines = open("/proc/self/cgroup").read().splitlines()
+        with open("/proc/self/cgroup") as f:     # closed: an unclosed file's ResourceWarning reached every notebook's
+            lines = f.read().splitlines()          # hidden-test cell as "the grader logged diagnostics"
     except OSError:
         return None
     for line in lines:
