@@ -21,8 +21,8 @@ from conftest import ROOT
 
 CORPUS = ROOT / "tests" / "hostile"
 STEPS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
-MODE = isolation.choose_mode()
-NEEDS_ISOLATION = pytest.mark.skipif(MODE == "process", reason="no namespaces or uid separation on this "
+MODE = isolation.strongest_available() or "refused"   # refused: no wall here (not root, no user namespaces)
+NEEDS_ISOLATION = pytest.mark.skipif(MODE == "refused", reason="no namespaces or uid separation on this "
                                      "machine (run as root, or allow user namespaces)")
 
 # case -> (score of the hostile step, a phrase its first failed check's message must hold).
@@ -211,8 +211,9 @@ def test_the_corpus_is_complete():
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
 def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
-    if case in ISOLATION_CASES and MODE == "process":
-        pytest.skip("needs namespaces or uid separation (run as root, or allow user namespaces)")
+    if MODE == "refused":
+        pytest.skip("the grader refuses to run student code here (run as root, or allow user namespaces); "
+                    "tests/sandbox/test_accounts.py grades this corpus as every account, from root")
     (case_file,) = CORPUS.glob(f"{case}.*.py")
     stem = case_file.name.split(".")[1]
     before = kit_fingerprint()

@@ -105,6 +105,122 @@ def test_the_second_assignments_catalogue_is_complete_and_keeps_what_must_stay()
     assert not leftover and not catalogue.obsolete, f"entries no notebook has any more: {leftover[:20]}"
 
 
+
+# ------------------------------------------------------------------ terms, punctuation, math
+# One Chinese term per concept, across both catalogues (the words Chinese practitioners use):
+# (the concept, the English that asks for it in a msgid (a regex) or None, the Chinese term every
+# translation of such a msgid uses (a regex), the variants no translation may use)
+TERMS = [
+    ("the demo sections' heading, 'Seeing it'", r"^Seeing it", "亲眼看看", ["动手看看", "直观感受"]),
+    ("kernel (a library's or GPU's attention routine)", r"\bkernels?\b", "内核", ["计算核", "核函数"]),
+    ("RoPE's fast and slow pairs: high- and low-frequency pairs", r"\b(?:[Ff]ast|[Ss]low)(?:est)? pairs?\b", "频对",
+     ["快的对", "慢的对", "快对", "慢对"]),
+    ("rotary position embedding", r"\b[Rr]otary\b", "旋转位置编码", ["旋转位置嵌入", "旋转嵌入"]),
+    ("KV cache", r"\bKV cache\b", "KV 缓存", ["键值缓存", "KV缓存"]),
+    # the noun is 掩码, the verb ("masks the future") 屏蔽; not a parameter's name ("mask: None")
+    ("mask", r"\bmasks?\b(?!\s*[:=])", "掩码|屏蔽", ["遮罩", "蒙版"]),
+    ("gradient", r"\bgradients?\b", "梯度", ["斜率"]),
+    ("multiply-add", r"\bmultiply-adds?\b", "乘加", ["乘-加", "乘法加法"]),
+    ("online softmax", r"\bonline softmax\b", "在线 softmax", ["联机 softmax", "在线softmax"]),
+    ("log-sum-exp", None, "log-sum-exp", ["对数和指数"]),
+    ("token", None, "token", ["令牌"]),
+]
+_NOT_PROSE = (notebook_text._CODE_SPAN, notebook_text._MATH, notebook_text._HTML_TAG, notebook_text._LINK_TARGET)
+# an ASCII sentence mark right after a Chinese character, outside `code`, $math$ and {fields}
+ASCII_MARK_AFTER_CJK = re.compile(f"[{CJK}][.,;:!?](?![0-9])")
+
+
+def _prose(text):
+    """`text` without its code spans, math, tags, link targets and {fields}: the words a reader reads."""
+    for pattern in _NOT_PROSE:
+        text = pattern.sub(" ", text)
+    for f in notebook_text.format_fields(text):
+        text = text.replace(f, " ", 1)
+    return text
+
+
+def _every_translation():
+    """(assignment, context, msgid, msgstr) of both Chinese catalogues."""
+    for assignment in contract.ASSIGNMENTS:
+        for m in notebook_i18n.read_catalogue(notebook_i18n.catalogue_path("zh", assignment)):
+            if m.id and m.string:
+                yield assignment, m.context, m.id, m.string
+
+
+def term_problems(translations):
+    """Each translation that uses a variant of a term, or misses the term its msgid asks for."""
+    problems = []
+    for assignment, context, msgid, msgstr in translations:
+        for concept, english, term, variants in TERMS:
+            used = [v for v in variants if v in msgstr]
+            if used:
+                problems.append(f"{assignment}: {used} for {concept} (say {term}): {msgstr[:90]!r}")
+            elif english and context is None and re.search(english, _prose(msgid)) and not re.search(term, msgstr) \
+                    and re.search(f"[{CJK}]", msgstr):
+                problems.append(f"{assignment}: {concept} is {term}: {msgid[:60]!r} -> {msgstr[:90]!r}")
+    return problems
+
+
+def punctuation_problems(translations):
+    """Chinese text closed by ASCII punctuation ("。" and "，" are Chinese text's own)."""
+    return [f"{assignment}: {m.group(0)!r} in {msgstr[:90]!r}" for assignment, _c, _i, msgstr in translations
+            for m in ASCII_MARK_AFTER_CJK.finditer(_prose(msgstr))]
+
+
+def math_problems(translations):
+    """English prose inside a translation's math: a \\text{...} holding more than one name."""
+    return [f"{assignment}: {t!r} in {msgstr[:90]!r}" for assignment, _c, _i, msgstr in translations
+            for math in notebook_text._MATH.findall(msgstr)
+            for t in re.findall(r"\\(?:text|textrm|mathrm)\{([^{}]*)\}", math) if not re.fullmatch(r"[\w\\]+", t)]
+
+
+def test_one_chinese_term_per_concept():
+    problems = term_problems(list(_every_translation()))
+    assert not problems, "terms off the table (tests/test_notebook_translation.py, TERMS):\n" + "\n".join(problems[:20])
+
+
+def test_no_ascii_sentence_punctuation_in_chinese_text():
+    problems = punctuation_problems(list(_every_translation()))
+    assert not problems, "use 。，；：！？ in Chinese text:\n" + "\n".join(problems[:20])
+
+
+def test_no_english_inside_translated_math():
+    problems = math_problems(list(_every_translation()))
+    assert not problems, "math keeps the English of its msgid: write the master's formula with symbols " \
+                         "and say the words in the text:\n" + "\n".join(problems[:20])
+
+
+def test_the_rules_catch_what_they_forbid():
+    """Each rule above, on translations broken on purpose."""
+    broken = [("modern_attention", None, "Seeing it: memory", "动手看看：内存"),
+              ("modern_attention", None, "PyTorch's kernel", "PyTorch 的计算核"),
+              ("modern_attention", None, "Fast pairs tell neighbours apart", "快的对能区分相邻位置。"),
+              ("modern_attention", None, "the KV cache", "缓存")]
+    assert len(term_problems(broken)) == 4
+    assert punctuation_problems([("a", None, "x", "测试通过.")]) and punctuation_problems([("a", None, "x", "形状 (批次, 头)")])
+    assert not punctuation_problems([("a", None, "x", "`x.sum(-1)` 为 3.5，`{a:.2f}` 对。")])
+    assert math_problems([("a", None, "x", r"$\text{cache bytes} = 2$")])
+    assert not math_problems([("a", None, "x", r"$\text{head\_dim} + \text{lse}$")])
+
+
+@pytest.mark.parametrize("assignment", sorted(contract.ASSIGNMENTS))
+def test_chinese_tables_are_padded_by_display_width(assignment):
+    """A label padded with a format width (f"{'注意力':>29}") counts a Chinese character as one column,
+    and the table's columns slip: the notebooks pad their labels with fit() (unicodedata's display
+    width), in the tools cell."""
+    slipping = re.compile(r"\{(?:'[^'\n]*'|\"[^\"\n]*\"|name|label):[<>^]?\d+\}")
+    found = [f"{nb_path.name}: {m.group(0)}" for nb_path in sorted((ROOT / release.release_folder("zh") / assignment).glob("*.ipynb"))
+             for cell in nbformat.read(str(nb_path), as_version=4).cells if cell.cell_type == "code"
+             for m in slipping.finditer(cell.source)]
+    assert not found, "labels padded by characters, not display width: use fit(label, width)\n" + "\n".join(found)
+    tools = next(c.source for c in nbformat.read(str(release.source_folder(assignment) / f"{contract.ASSIGNMENTS[assignment][0].stem}.ipynb"), as_version=4).cells
+                 if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_test_tools_tests"))
+    namespace = {"np": __import__("numpy"), "torch": __import__("torch"), "__name__": "tools"}
+    exec(compile(tools, "tools", "exec"), namespace)
+    fit = namespace["fit"]
+    assert fit("注意力", 9) == "   注意力" and fit("ab", 4, "<") == "ab  " and fit("ab", 4) == "  ab"
+
+
 def test_a_translation_that_changes_code_stops_the_release(monkeypatch):
     cell = nbformat.v4.new_code_cell('assert x, f"x is {x!r}"\nprint("done")  # a comment')
     nb = nbformat.v4.new_notebook(cells=[cell], metadata={"attention_kit": {"stem": "04_softmax"}})
@@ -139,12 +255,34 @@ def test_chinese_release_has_the_english_cells_ids_and_metadata(assignment, step
     assert f'raise NotImplementedError("第 {step.number} 步：请实现' in "\n".join(c.source for c in cells)
 
 
-@pytest.mark.parametrize("stem", ["02_cross_attention", "04_rope"])
+def table_slips(text):
+    """Lines of a printed table (consecutive lines with " | ") whose columns do not line up on screen:
+    the display column of every "|" (a Chinese character takes two, unicodedata.east_asian_width)."""
+    import unicodedata
+
+    def bars(line):
+        columns, width = [], 0
+        for ch in line:
+            if ch == "|":
+                columns.append(width)
+            width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        return columns
+    slips, previous = [], None
+    for line in text.splitlines():
+        here = bars(line) if " | " in line else None
+        if here and previous and here != previous:
+            slips.append(line)
+        previous = here
+    return slips
+
+
+@pytest.mark.parametrize("stem", ["02_cross_attention", "03_grouped_query", "04_rope"])
 def test_the_second_assignments_chinese_masters_run_and_pass_their_visible_tests(stem):
-    """Two of modern_attention's masters in Chinese (the solutions, visible tests and demos: code
+    """Three of modern_attention's masters in Chinese (the solutions, visible tests and demos: code
     unchanged, text translated), run top to bottom in one namespace as a student's notebook runs:
-    no cell raises, every visible test cell passes, and what they print is Chinese. (Two of six, the
-    cheap ones: the others' cells differ from English only in text, which the release checks.)"""
+    no cell raises, every visible test cell passes, and what they print is Chinese. (Three of six, the
+    cheap ones and the one with a table, whose columns must line up on screen: the others' cells differ
+    from English only in text, which the release checks.)"""
     master = nbformat.read(str(release.source_folder(SECOND) / f"{stem}.ipynb"), as_version=4)
     nb = notebook_i18n.translate_notebook(master, "zh", SECOND)
     namespace, printed = {"__name__": "__main__"}, io.StringIO()
@@ -155,6 +293,8 @@ def test_the_second_assignments_chinese_masters_run_and_pass_their_visible_tests
     text = printed.getvalue()
     assert f"第 {int(stem[:2])} 步的可见测试全部通过" in text and "测试通过" in text, text[-500:]
     assert len(re.findall(f"[{CJK}]", text)) > 100 and "tests passed" not in text, text[-500:]
+    assert not table_slips(text), "a printed table's columns slip (pad labels with fit()):\n" + "\n".join(table_slips(text))
+    assert table_slips("   注意力 | 1\n   attention | 2") and not table_slips("   注意力 | 1\n      abc | 2")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -287,3 +427,16 @@ def test_nbgrader_validates_the_chinese_notebooks(chinese_students, tmp_path):
     assert validator.validate(str(filled)) == {}
     assert validator.validate(str(stub)).get("failed")
     assert validator.validate(str(tmp_path / "04_softmax.ipynb")).get("changed")
+
+
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=[f"{a}/{s.stem}" for a, s in ALL_STEPS])
+def test_the_glossary_names_only_what_its_notebook_uses(assignment, step):
+    """A glossary row's names are the notebook's own: no NumPy `keepdims=True` in a torch notebook, no
+    class or function of the other assignment (issue 30)."""
+    master = nbformat.read(str(release.source_folder(assignment) / f"{step.stem}.ipynb"), as_version=4)
+    glossary = notebook_i18n.glossary_cell(master, lambda m: notebook_i18n.gettext("zh", m, "glossary", assignment))
+    text = "\n".join(c.source for c in master.cells)
+    names = re.findall(r"`([^`]+)`", glossary.source.split("|---|---|---|")[1])
+    assert names and all(n in text for n in names), [n for n in names if n not in text]
+    if "import torch" in text:
+        assert "`keepdims=True`" not in glossary.source

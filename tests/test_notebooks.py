@@ -1,5 +1,7 @@
 """Every source notebook executes top to bottom, and its hidden-test cell gives it full marks
-(the second assignment's, which the grader does not grade yet, 0 points and a sentence saying so)."""
+(the second assignment's, which the grader does not grade yet, 0 points and a sentence saying so),
+listing its checks by number."""
+import re
 import shutil
 
 import nbformat
@@ -27,6 +29,10 @@ def test_source_notebook_runs_and_grades_itself(assignment, step, tmp_path):
         assert printed.strip() == f"{step.stem} has no hidden tests yet: the autograder does not grade this step, " \
                                   "so this cell gives 0 points."
     assert not [o for o in cell.outputs if o.output_type == "stream" and o.name == "stderr"]
+    if graded:       # the checks listed by number, the skipped ones (GPU) in their place: 5.9 before 5.12
+        printed = "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+        numbers = [tuple(map(int, n.split("."))) for n in re.findall(r"^\[\w+\] (\d+\.\d+) ", printed, re.M)]
+        assert numbers and numbers == sorted(numbers), printed
     visible = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_tests")]
     assert visible, "each step has visible tests"
     passed = "".join(o.get("text", "") for c in visible for o in c.outputs if o.output_type == "stream")

@@ -158,3 +158,24 @@ def test_a_released_stub_fails_its_visible_tests_naming_its_step(step, lang):
     assert tests and set(tests) <= set(failed), f"visible test cells that pass on the stub: {set(tests) - set(failed)}"
     assert set(failed.values()) <= set(stubs), failed
     assert failed[tests[0]] == stubs[0]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_tools_of_the_visible_tests_stand_aside(lang):
+    """Every released notebook opens with its idea, not the tools of its test cells (issue 30): the
+    tools cell, locked (nbgrader's checksum, so `nbgrader validate` still checks it) and collapsed
+    (jupyter.source_hidden), comes after the first exercise, right before the first test cell that
+    uses it (03_scaling: right before its first demo, which its tables need)."""
+    for assignment, steps in contract.ASSIGNMENTS.items():
+        for step in steps:
+            nb = nbformat.read(str(ROOT / release.release_folder(lang) / assignment / f"{step.stem}.ipynb"),
+                               as_version=4)
+            ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in nb.cells]
+            at = next(i for i, g in enumerate(ids) if g.endswith("_test_tools_tests"))
+            tools = nb.cells[at]
+            assert tools.metadata["nbgrader"]["locked"] and tools.metadata["nbgrader"].get("checksum"), step.stem
+            assert tools.metadata.get("jupyter", {}).get("source_hidden") is True, f"{step.stem}: not collapsed"
+            assert any(nb.cells[i].metadata.get("nbgrader", {}).get("solution") for i in range(at)) \
+                or ids[at + 1].endswith("_demo"), f"{step.stem}: the tools come before any exercise"
+            first_test = next(i for i, g in enumerate(ids) if g.endswith("_tests") and i != at)
+            assert first_test == at + 1 or ids[at + 1].endswith("_demo"), f"{step.stem}: tools not beside the first test"

@@ -24,7 +24,7 @@ import pytest
 from autograder.sandbox import isolation
 from conftest import ROOT
 
-MODE = isolation.choose_mode()
+MODE = isolation.strongest_available() or "refused"   # refused: no wall here (not root, no user namespaces)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or MODE != "uid",
                                reason="needs root and the uid isolation level (CI runs as root)")
 STEPS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]

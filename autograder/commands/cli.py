@@ -311,8 +311,10 @@ def add_limit_args(parser):
                         help="all a child may write (its folder, /tmp and /dev/shm) in MiB (default %(default)g)")
     parser.add_argument("--submission-timeout", type=positive(float), default=Limits.submission_seconds,
                         help="seconds all of one submission's code may run together (default %(default)s)")
-    parser.add_argument("--isolation", choices=("auto", "uid", "userns", "process"), default="auto",
-                        help="how student code is walled off (default: the strongest available)")
+    parser.add_argument("--isolation", choices=("auto", "uid", "userns", "landlock", "none-unsafe", "process"),
+                        default="auto",
+                        help="how student code is walled off (default: the strongest available; the grader "
+                             "refuses where none is; none-unsafe: no wall, for code you trust; see docs/security.md)")
     add_lang_arg(parser)
 
 

@@ -103,6 +103,14 @@ def stderr_diverted():
         spool.close()
 
 
+def _number_key(number):
+    """A check's number as a sort key: "5.12" -> (5, 12), after "5.9"; anything else after the numbered."""
+    try:
+        return (0, *(int(part) for part in str(number).split(".")))
+    except ValueError:
+        return (1, str(number))
+
+
 def _grade_lines(step, folder):
     """(points, lines to print) for one step file in `folder`."""
     files = [Path(folder) / name for name in step.files if (Path(folder) / name).exists()]
@@ -110,14 +118,17 @@ def _grade_lines(step, folder):
         a, b = step.files
         return 0.0, [_("No file for step {step}: expected {a} or {b}.", step=step.number, a=a, b=b)]
     result = written(grading.grade(files[0], steps=[step.stem])).steps[0]     # its texts in this language
-    lines = []
+    numbered = []            # (the check's number as a sort key, its lines): run and skipped checks in one order
     for c in result.checks:
         mark = _("[pass]") if c.status == "passed" else _("[FAIL]")
-        lines.append(f"{mark} {c.number} {c.name} ({c.score:g}/{c.max_score:g})")
+        block = [f"{mark} {c.number} {c.name} ({c.score:g}/{c.max_score:g})"]
         if c.status != "passed":
-            lines.append("    " + clipped(c.output, MAX_MESSAGE).replace("\n", "\n    "))
+            block.append("    " + clipped(c.output, MAX_MESSAGE).replace("\n", "\n    "))
+        numbered.append((_number_key(c.number), block))
     for number, name, reason in result.skipped:
-        lines.append(f"{_('[skip]')} {number} {name}: {reason}")
+        numbered.append((_number_key(number), [f"{_('[skip]')} {number} {name}: {reason}"]))
+    # skipped checks (the GPU's) come back after the ones that ran: listed by number, 5.9 stands before 5.12
+    lines = [line for _key, block in sorted(numbered, key=lambda item: item[0]) for line in block]
     lines.append(_("Step {step}: {score}/{max_score}", step=step.number, score=f"{result.score:g}",
                    max_score=f"{result.max_score:g}"))
     return float(result.score), lines

@@ -105,7 +105,8 @@ CORE_TERMS = ("query", "key", "value")        # every notebook's glossary starts
 
 def glossary_terms(nb):
     """The glossary's rows for a (master, English) notebook: the core terms, and the terms its
-    text uses (a plural counts) or whose names its code uses."""
+    text uses (a plural counts) or whose names its code uses; each row with the names of the
+    code that this notebook uses."""
     text = "\n".join(c.source for c in nb.cells)
     lower = text.lower()
 
@@ -116,7 +117,14 @@ def glossary_terms(nb):
             return True
         return any(re.search(r"(?<![\w.])" + re.escape(name) + r"(?![\w])", text)
                    for name in re.findall(r"`([A-Za-z_][\w.]*)`", names) if len(name) > 1)
-    return [(term, names) for term, names in GLOSSARY if term in CORE_TERMS or used(term, names)]
+    def shown(names):
+        # only the names this notebook uses: a torch notebook lists no NumPy `keepdims=True`, and
+        # one assignment's notebook no class of the other's
+        kept = [n for n in re.findall(r"`([^`]+)`", names)
+                if (re.search(("" if n.startswith(".") else r"(?<![\w.])") + re.escape(n) + r"(?![\w])", text) if re.fullmatch(r"[\w.]+", n)
+                    else n in text)]
+        return ", ".join(f"`{n}`" for n in kept)
+    return [(term, shown(names)) for term, names in GLOSSARY if term in CORE_TERMS or used(term, names)]
 
 
 def glossary_cell(nb, tr_context):

@@ -359,9 +359,12 @@ CATALOGUE = {m.id: m for m in (
         "rope-angles-float32", ("04_rope",),
         N_("your angles were computed in float32 (in the input's dtype, or from a float32 arange or frequency) instead "
            "of float64."),
-        N_("Angles reach thousands of radians at positions past 1,000, where float32's 7 digits leave errors of about "
-           "2e-5 radian (at position 1,000) to 1e-3 (at 50,000); cos and sin pass them on to every turned value. "
-           "Computed in float64, and cast to x's dtype only as cos and sin, they are as exact as x's dtype allows."),
+        N_("This kit asks for float64 angles, stricter than the float32 angles of Hugging Face's and Meta's Llama "
+           "code (enough for a bfloat16 model; the real hazard there is angles, or cos and sin, in bfloat16 or "
+           "float16). Angles reach thousands of radians at large positions, where float32's 7 digits are off by "
+           "far more than a float64 input allows, and cos and sin pass the error on to every turned value: the "
+           "04_rope notebook prints how much. Computed in float64, and cast to x's dtype only as cos and sin, "
+           "they are as exact as x's dtype allows."),
         N_("make the pair indices with dtype=torch.float64, convert the positions with .to(torch.float64), and cast "
            "only cos and sin: angles.cos().to(x.dtype).")),
     # ---- modern_attention: 05_kv_cache, 06_flash_attention

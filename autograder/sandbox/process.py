@@ -79,6 +79,23 @@ class Child:
     def __init__(self, framework, limits, source, mode, hide=()):
         self.framework, self.limits = framework, limits
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
+        self.plan = None
+        fds = []
+        try:
+            self._start(framework, limits, source, mode, hide, fds)
+        except BaseException:
+            # a child that could not start leaves nothing: its folder, cgroup and pipes go
+            for fd in fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            if self.plan is not None:
+                isolation.finish(self.plan)
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
+
+    def _start(self, framework, limits, source, mode, hide, fds):
         for name in ("runner.py", "wire.py", "meters.py"):
             shutil.copy(CHILD_DIR / name, self.scratch)
         # the child works on its own copy: the submission folder itself stays out of its sight
@@ -93,9 +110,10 @@ class Child:
         isolation.prepare_scratch(self.plan)
         req_r, self.req_w = os.pipe()
         self.rep_r, rep_w = os.pipe()
+        out_r, out_w = os.pipe()
+        fds += [req_r, self.req_w, self.rep_r, rep_w, out_r, out_w]
         for fd in (self.req_w, rep_w):
             _widen_pipe(fd)
-        out_r, out_w = os.pipe()
         if zygote.current() is not None:
             # warm start: forked from the zygote, which applies the same plan (see zygote.py)
             self.proc = zygote.spawn(framework, self.plan, child_env(self.scratch, self.plan), self.scratch,
@@ -104,6 +122,7 @@ class Child:
             self.proc = self._popen(framework, req_r, rep_w, out_w)
         for fd in (req_r, rep_w, out_w):
             os.close(fd)
+            fds.remove(fd)
         self.output = OutputTrap(out_r, limits.output_bytes)
         self.output.start()
 

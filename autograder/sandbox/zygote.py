@@ -9,8 +9,10 @@ is in the memory its children inherit. For each child the grader sends it the is
 the environment and the child's three pipe ends; the zygote forks, and the forked process
 does exactly what `subprocess.Popen(..., start_new_session=True, preexec_fn=isolation.apply)`
 followed by `exec python -I runner.py` would: new session, the pipes as stdio, the scratch folder
-as cwd, the small environment, `isolation.apply(plan)` (limits, namespaces, mounts, uid), the
-extra fork into the new PID namespace, then the runner's request loop.
+as cwd, the small environment, `isolation.apply(plan)` (its own session keyring, namespaces,
+the extra fork into the new PID namespace, the pivot_root'ed view, the uid, no capabilities,
+no_new_privs, Landlock, limits, the seccomp filter the zygote compiled once before forking),
+then the runner's request loop.
 
 The zygote reaps its children and reports each exit status on a pipe the grader gave it, so the
 grader sees a Popen-like object (`pid`, `poll`, `wait`, `returncode`) and kills everything the
@@ -279,8 +281,13 @@ def serve(control_fd, framework):
     import tempfile  # noqa: F401
     if framework == "torch":
         import torch  # noqa: F401
-    from autograder.sandbox import isolation  # noqa: F401
+    from autograder.sandbox import isolation
     from autograder.child import runner  # noqa: F401
+    try:    # a notebook's child turns its cells into Python with IPython's transformer: 0.1-0.3 s to import
+        import IPython.core.inputtransformer2  # noqa: F401
+    except ImportError:
+        pass
+    isolation.prepare_layers()     # the filter compiled once here: a child only loads it
     if framework == "torch":
         warm_up_torch()
     # everything imported so far stays alive in every child: out of the cycle collector's sight,
