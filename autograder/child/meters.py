@@ -122,11 +122,14 @@ class Meter:
         # tracemalloc: numpy arrays and Python objects. Off for the torch steps, where tensors are
         # tracked from the dispatch mode: it would count the meters' own bookkeeping there, and make
         # each op ten times slower
-        self.python_memory = count and python_memory
+        # What is switched on depends on the step alone (python_memory: a numpy step), never on what
+        # this measurement counts: every call of the student's code runs under the very same hooks
+        # (runner.measure), so its code cannot tell a measured call from an ordinary one by looking.
+        self.python_memory = bool(python_memory)
         # precision asked for in a numpy step (python_memory): the student's frames are also watched
         # for float arrays narrower than the float64 inputs (the dispatch mode does that for torch)
         self.numpy_precision = bool(precision and python_memory)
-        self.traced = count or self.numpy_precision
+        self.traced = True
         self.widest_input = 0
         self.lines = self.calls = self.ops = self.flops = 0
         self.tm_peak = 0
@@ -346,7 +349,7 @@ class Meter:
             _settrace(None)
             if profiler != self._profile:
                 self._tamper("sys.setprofile")
-            if self.traced and tracer != self._trace:
+            if self.count and tracer != self._trace:      # watching for forbidden calls, the tracer plays no part
                 self._tamper("sys.settrace")
             for mode in reversed(entered):
                 try:
@@ -362,8 +365,11 @@ class Meter:
                     self._tamper("tracemalloc")
                     self.tm_peak = 0
                 else:
-                    self.tm_peak = _tm_memory()[1]
+                    self.tm_peak = _tm_memory()[1] if self.count else 0
                     _tm_stop()
+            changed = _changed_meters()
+            if changed and (self.count or changed != "torch's flop counter"):
+                self._tamper(changed)
             self._tracked.clear()           # drops the weakrefs: what dies later is not this call's business
             if gc_was_on:
                 _gc_enable()
@@ -382,6 +388,74 @@ def _widest_float(args, kwargs):
         return 0
     items = list(args) + list(kwargs.values())
     return max((a.dtype.itemsize for a in items if isinstance(a, np.ndarray) and a.dtype.kind == "f"), default=0)
+
+
+# ------------------------------------------------------------------ the meters' own integrity
+# Student code runs in this process and can reach this module (sys.modules, gc): what it could
+# edit to blind a meter is recorded here, before any student code runs, and compared after every
+# measured call. A change is reported as tampering, which fails the check it would have fooled.
+_FLOPS = None           # torch's flop formulas as they were: {op packet: formula}
+_ORIGINAL = {}          # (where, name) -> the object, and code objects, as they were
+
+
+def _watched_objects():
+    """(where, name) -> object for what the meters rely on: this module's functions and classes
+    (their methods' code), the saved hooks, and torch's flop registry and formulas."""
+    here = sys.modules.get(__name__)
+    found = {}
+    for name, value in list(vars(here).items()) if here is not None else ():
+        if name.startswith("__") or name in ("_ORIGINAL", "_FLOPS", "_MODE_CLASSES"):
+            continue
+        found[("meters", name)] = value
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            found[("meters", name + ".__code__")] = code
+        if isinstance(value, type) and value.__module__ == __name__:
+            for attr, member in list(vars(value).items()):
+                found[("meters", f"{name}.{attr}")] = member
+                if getattr(member, "__code__", None) is not None:
+                    found[("meters", f"{name}.{attr}.__code__")] = member.__code__
+    for cls_name, cls in _MODE_CLASSES.items():
+        for attr, member in list(vars(cls).items()):
+            if getattr(member, "__code__", None) is not None:
+                found[("modes", f"{cls_name}.{attr}.__code__")] = member.__code__
+    flop_counter = sys.modules.get("torch.utils.flop_counter")
+    if flop_counter is not None and _FLOPS is not None:
+        registry = getattr(flop_counter, "flop_registry", None)
+        found[("torch", "flop_registry")] = registry
+        for packet in _FLOPS:       # the live registry's formulas (the meters count with their own copy)
+            formula = registry.get(packet) if isinstance(registry, dict) else None
+            found[("torch", f"flop formula {packet}")] = formula
+            found[("torch", f"flop formula {packet}.__code__")] = getattr(formula, "__code__", None)
+            inner = getattr(formula, "__wrapped__", None)
+            found[("torch", f"flop formula {packet}.__wrapped__.__code__")] = getattr(inner, "__code__", None)
+    return found
+
+
+def snapshot():
+    """Record what the meters rely on. Called when this module is imported (runner.py imports it
+    before any student code runs) and again once torch's modes are first made."""
+    global _FLOPS
+    if _FLOPS is None and "torch" in sys.modules:
+        try:
+            from torch.utils.flop_counter import flop_registry
+            _FLOPS = dict(flop_registry)
+        except ImportError:
+            _FLOPS = {}
+    for key, value in _watched_objects().items():
+        _ORIGINAL.setdefault(key, value)
+
+
+def _changed_meters():
+    """The name of the first thing of the meters that is not what it was, else None."""
+    try:
+        now = _watched_objects()
+        for key, value in _ORIGINAL.items():
+            if now.get(key) is not value:
+                return "torch's flop counter" if key[0] == "torch" else "the meters' code"
+    except Exception:                   # noqa: BLE001 - a module made to fail on inspection
+        return "the meters' code"
+    return None
 
 
 # ------------------------------------------------------------------ torch helpers
@@ -419,11 +493,9 @@ def _torch_modes(meter, torch):
                 return out
 
         _MODE_CLASSES.update(function=FunctionWatch, dispatch=OpWatch)
+        snapshot()
     meter._stacks = _mode_stacks(torch)
-    modes = [_MODE_CLASSES["dispatch"](meter)]
-    if meter.names:
-        modes.insert(0, _MODE_CLASSES["function"](meter))
-    return modes
+    return [_MODE_CLASSES["function"](meter), _MODE_CLASSES["dispatch"](meter)]    # both, always (see Meter)
 
 
 def _mode_stacks(torch):
@@ -458,12 +530,12 @@ def _storage(t):
 
 
 def _flops(func, args, kwargs, out):
-    """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones)."""
-    try:
-        from torch.utils.flop_counter import flop_registry
-    except ImportError:
+    """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones).
+    The formulas are the copy taken before any student code ran (_snapshot), never the registry the
+    student's code can reach and edit."""
+    if _FLOPS is None:
         return 0
-    formula = flop_registry.get(getattr(func, "_overloadpacket", None))
+    formula = _FLOPS.get(getattr(func, "_overloadpacket", None))
     if formula is None:
         return 0
     try:
@@ -479,10 +551,13 @@ def flops_of(fn, *args, **kwargs):
     meter = Meter(())
     meter.owns_hooks = False
     meter._watch = Forbidden(())
-    (mode,) = _torch_modes(meter, torch)
+    mode = _torch_modes(meter, torch)[-1]     # the dispatch mode alone
     try:
         with torch.no_grad(), mode:
             fn(*args, **kwargs)
     finally:
         meter._tracked.clear()
     return meter.flops
+
+
+snapshot()

@@ -103,14 +103,15 @@ def grad_request(target, cotangents, small):
             "small": small}
 
 
-def measure_request(request, forbidden=(), count=True, python_memory=True, precision=False):
+def measure_request(request, forbidden=(), count=True, python_memory=True, precision=False, value=False):
     """Run a call or module request with the child's meters on (child/meters.py).
 
     forbidden: dotted names of APIs to watch for; count=False watches for them only;
     python_memory: tracemalloc's peak (the numpy steps); precision: watch for float32 inside a
-    float64 run."""
+    float64 run; value: reply with the value too (an ordinary call: every call of the student's
+    code is made this way, so it cannot tell a measured call from an ordinary one)."""
     return {"op": "measure", "request": request, "forbidden": list(forbidden), "count": bool(count),
-            "python_memory": bool(python_memory), "precision": bool(precision)}
+            "python_memory": bool(python_memory), "precision": bool(precision), "value": bool(value)}
 
 
 # ------------------------------------------------------------------ replies: what each may cost
@@ -151,6 +152,8 @@ def reply_budget(request):
     an integer argument (a (T, T) mask from T), 8 bytes a value; with REPLY_FLOOR for slack and
     four times over for a tuple (output, weights) and gradients. Never above the wire's global cap.
     load and measure replies carry names and counts only (SMALL_REPLY)."""
+    if isinstance(request, dict) and request.get("op") == "measure" and request.get("value"):
+        request = request.get("request")            # an ordinary call, sent measured: its value comes back
     if not isinstance(request, dict) or request.get("op") not in ("call", "module", "cache", "grad"):
         return SMALL_REPLY
     arrays, ints = [], []
