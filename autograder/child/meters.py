@@ -27,6 +27,12 @@ Every count is deterministic: the same code on the same inputs gives the same nu
 garbage collector is paused while the call runs, so memory is freed by reference counts alone,
 never at a moment that depends on earlier requests).
 
+Every call of the student's code runs under a Meter (the grader sends ordinary calls as measuring
+ones, runner.measure), with the same hooks on whatever it counts: the code cannot tell a measured
+call from an ordinary one by looking at them. The meters' own code and torch's flop formulas are
+recorded before any student code runs (`snapshot`) and checked after every call: an edit is
+reported in `tampered`.
+
 Limits, plainly: the meters run in the student's own process, so a submission that means to can
 fool them (put a tracer back after removing it, through a call the profiler cannot see, or edit
 the meter's counts in memory). That can only win the complexity and api points, never a numbers
@@ -362,7 +368,8 @@ class Meter:
                 grad.__exit__(None, None, None)
             if self.python_memory:
                 if not _tm_is_tracing() or _tm_traceback(sentinel) is None:
-                    self._tamper("tracemalloc")
+                    if self.count:              # the forbidden-call watch does not use it
+                        self._tamper("tracemalloc")
                     self.tm_peak = 0
                 else:
                     self.tm_peak = _tm_memory()[1] if self.count else 0
