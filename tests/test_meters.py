@@ -5,7 +5,7 @@ call as a measuring one, with its value back): whatever the code reads (sys.getp
 sys.gettrace, gc.isenabled, tracemalloc.is_tracing, the frames above it, torch's mode stacks), an
 ordinary call and a measured one look the same, so code that behaves only while watched behaves
 so in every call and is graded on that. A meter the code switches off, edits (the meters' module,
-torch's flop registry) or makes fail counts against the check it would have fooled, with a
+the meters' module) or makes fail counts against the check it would have fooled, with a
 message; never as the grader's internal error.
 
 The cases are in tests/hostile/meters/: a `*.04_softmax.py` file is the step's whole file (the
@@ -36,9 +36,9 @@ EXPECTED = {
     # values right; the loop hides behind switched-off hooks: both meter checks fail, saying why
     "unset_profiler": (8, {VECTORISED: OFF + " (sys.setprofile, sys.settrace)", API: OFF + " (sys.setprofile)"}),
     "patch_meters": (8, {VECTORISED: OFF + " (the meters' code)", API: OFF + " (the meters' code)"}),
-    # torch's flop counter edited at load: the complexity check fails, saying so; the api check's
-    # watch for forbidden calls does not use it and still judges
-    "flop_registry": (9, {"7.12": OFF + " (torch's flop counter)"}),
+    # torch's flop counter zeroed at load, the work done three times: the meters count with their
+    # own copy of the formulas, so the complexity check sees the multiply-adds
+    "flop_registry": (9, {"7.12": "3.0 times the multiply-adds of the reference"}),
     # the memory meter made to fail: the complexity check fails with the reason, never as the
     # grader's internal error; the api check's watch does not use it
     "break_storage": (9, {"7.12": "the grader's counters failed"}),

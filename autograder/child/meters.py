@@ -29,9 +29,10 @@ never at a moment that depends on earlier requests).
 
 Every call of the student's code runs under a Meter (the grader sends ordinary calls as measuring
 ones, runner.measure), with the same hooks on whatever it counts: the code cannot tell a measured
-call from an ordinary one by looking at them. The meters' own code and torch's flop formulas are
-recorded before any student code runs (`snapshot`) and checked after every call: an edit is
-reported in `tampered`.
+call from an ordinary one by looking at them. The meters' own code is recorded before any student
+code runs (`snapshot`) and checked after every call: an edit is reported in `tampered`. FLOPs are
+counted with a private copy of torch's formulas (`_flop_formulas`), which the student's code
+cannot reach through torch.
 
 Limits, plainly: the meters run in the student's own process, so a submission that means to can
 fool them (put a tracer back after removing it, through a call the profiler cannot see, or edit
@@ -41,6 +42,7 @@ and a loop run entirely in C (map(np.exp, rows), np.vectorize of a C function) m
 line or call per item, so in a numpy step it is not seen.
 """
 import gc
+import os
 import sys
 import tracemalloc
 import weakref
@@ -375,7 +377,7 @@ class Meter:
                     self.tm_peak = _tm_memory()[1] if self.count else 0
                     _tm_stop()
             changed = _changed_meters()
-            if changed and (self.count or changed != "torch's flop counter"):
+            if changed:
                 self._tamper(changed)
             self._tracked.clear()           # drops the weakrefs: what dies later is not this call's business
             if gc_was_on:
@@ -401,8 +403,32 @@ def _widest_float(args, kwargs):
 # Student code runs in this process and can reach this module (sys.modules, gc): what it could
 # edit to blind a meter is recorded here, before any student code runs, and compared after every
 # measured call. A change is reported as tampering, which fails the check it would have fooled.
-_FLOPS = None           # torch's flop formulas as they were: {op packet: formula}
+_FLOPS = None           # the meters' own copy of torch's flop formulas: {op packet: formula}
+_TORCH_DIR = None       # torch's folder, recorded before any student code runs
 _ORIGINAL = {}          # (where, name) -> the object, and code objects, as they were
+
+
+def _flop_formulas():
+    """torch's flop formulas, from a private copy of torch/utils/flop_counter.py executed from the
+    file (read-only in the child's view) on first use: what the student's code does to
+    torch.utils.flop_counter.flop_registry changes nothing here. Loaded lazily, as before: its
+    import costs a second in a child that never measures."""
+    global _FLOPS
+    if _FLOPS is None:
+        _FLOPS = {}
+        if _TORCH_DIR is None:          # the grader's side (flops_of): torch is its own
+            snapshot()
+        try:
+            import importlib.util
+            path = os.path.join(_TORCH_DIR, "utils", "flop_counter.py")
+            spec = importlib.util.spec_from_file_location("torch.utils._attention_kit_flop_counter", path)
+            private = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(private)
+            _FLOPS = dict(private.flop_registry)
+        except Exception:               # noqa: BLE001 - an older torch, no file: no FLOPs counted
+            _FLOPS = {}
+        snapshot()                      # the copy's formulas are the meters' own from now on
+    return _FLOPS
 
 
 def _watched_objects():
@@ -411,7 +437,7 @@ def _watched_objects():
     here = sys.modules.get(__name__)
     found = {}
     for name, value in list(vars(here).items()) if here is not None else ():
-        if name.startswith("__") or name in ("_ORIGINAL", "_FLOPS", "_MODE_CLASSES"):
+        if name.startswith("__") or name in ("_ORIGINAL", "_FLOPS", "_TORCH_DIR", "_MODE_CLASSES"):
             continue
         found[("meters", name)] = value
         code = getattr(value, "__code__", None)
@@ -426,29 +452,19 @@ def _watched_objects():
         for attr, member in list(vars(cls).items()):
             if getattr(member, "__code__", None) is not None:
                 found[("modes", f"{cls_name}.{attr}.__code__")] = member.__code__
-    flop_counter = sys.modules.get("torch.utils.flop_counter")
-    if flop_counter is not None and _FLOPS is not None:
-        registry = getattr(flop_counter, "flop_registry", None)
-        found[("torch", "flop_registry")] = registry
-        for packet in _FLOPS:       # the live registry's formulas (the meters count with their own copy)
-            formula = registry.get(packet) if isinstance(registry, dict) else None
-            found[("torch", f"flop formula {packet}")] = formula
-            found[("torch", f"flop formula {packet}.__code__")] = getattr(formula, "__code__", None)
-            inner = getattr(formula, "__wrapped__", None)
-            found[("torch", f"flop formula {packet}.__wrapped__.__code__")] = getattr(inner, "__code__", None)
+    for packet, formula in (_FLOPS or {}).items():      # the meters' own copy, once loaded
+        found[("meters", f"flop formula {packet}.__code__")] = getattr(formula, "__code__", None)
     return found
 
 
 def snapshot():
-    """Record what the meters rely on. Called when this module is imported (runner.py imports it
-    before any student code runs) and again once torch's modes are first made."""
-    global _FLOPS
-    if _FLOPS is None and "torch" in sys.modules:
-        try:
-            from torch.utils.flop_counter import flop_registry
-            _FLOPS = dict(flop_registry)
-        except ImportError:
-            _FLOPS = {}
+    """Record what the meters rely on. Called when this module is imported, by the runner after
+    `import torch` (both before any student code runs), and once the meters' own objects are made
+    (torch's modes, the flop formulas)."""
+    global _TORCH_DIR
+    torch = sys.modules.get("torch")
+    if _TORCH_DIR is None and torch is not None and isinstance(getattr(torch, "__file__", None), str):
+        _TORCH_DIR = os.path.dirname(torch.__file__)
     for key, value in _watched_objects().items():
         _ORIGINAL.setdefault(key, value)
 
@@ -459,7 +475,7 @@ def _changed_meters():
         now = _watched_objects()
         for key, value in _ORIGINAL.items():
             if now.get(key) is not value:
-                return "torch's flop counter" if key[0] == "torch" else "the meters' code"
+                return "the meters' code"
     except Exception:                   # noqa: BLE001 - a module made to fail on inspection
         return "the meters' code"
     return None
@@ -538,11 +554,9 @@ def _storage(t):
 
 def _flops(func, args, kwargs, out):
     """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones).
-    The formulas are the copy taken before any student code ran (_snapshot), never the registry the
-    student's code can reach and edit."""
-    if _FLOPS is None:
-        return 0
-    formula = _FLOPS.get(getattr(func, "_overloadpacket", None))
+    The formulas are the meters' own copy (_flop_formulas), never the registry the student's code
+    can reach and edit."""
+    formula = _flop_formulas().get(getattr(func, "_overloadpacket", None))
     if formula is None:
         return 0
     try:
