@@ -424,3 +424,74 @@ def test_a_data_file_that_is_a_link_is_not_given_to_the_kernel(course):
     text = outputs_text(autograded(course, "dan", "04_softmax"))
     assert "cannot read leak.txt FileNotFoundError" in text and REFERENCE_HEADER not in text
     assert REFERENCE_HEADER not in feedback_text(course, "dan", "04_softmax")
+
+
+# ------------------------------------------------------------------ the kernel capped like a child (issue 25)
+CELL_CAP, NOTEBOOK_CAP = 64 << 10, 160 << 10
+CUT_NOTE = "[attention-kit: the outputs of this cell were cut: a cell may keep 64 KiB of outputs and a notebook 160 KiB"
+
+
+def run_capped(tmp_path, sources):
+    """Run cells in WalledExecute (nbgrader's preprocessor, as nbgrader_config.py sets it) with small
+    caps; returns the executed notebook."""
+    from autograder.commands.nbgrader_wall import WalledExecute
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    ex = WalledExecute(timeout=120, allow_errors=True, max_cell_output_bytes=CELL_CAP,
+                       max_notebook_output_bytes=NOTEBOOK_CAP)
+    ex.preprocess(nb, {"metadata": {"path": str(tmp_path)}})
+    return nb
+
+
+def kept_bytes(cell):
+    return sum(len(json.dumps(o)) for o in cell.outputs)
+
+
+@needs_wall
+def test_the_kernel_s_outputs_are_capped_in_bytes_per_cell_and_per_notebook(tmp_path):
+    nb = run_capped(tmp_path, [
+        "print('small')",
+        # 400 stream messages of 1 KiB: over the cell's cap
+        "import sys\nfor i in range(400):\n    print('s' * 1023)\n    sys.stdout.flush()",
+        # display data, which nbgrader's own LimitOutput lets through: 40 images of 4 KiB
+        "from IPython.display import display\nfor i in range(40):\n"
+        "    display({'image/png': 'A' * 4096, 'text/plain': 'img'}, raw=True)",
+        # a result, then more cells until the notebook's cap
+        "'r' * (20 << 10)",
+        "print('t' * (40 << 10))",
+        "print('u' * (40 << 10))",
+        "print('after the cap')",      # small: still fits
+    ])
+    small, stream, images, result, t, u, after = nb.cells
+    assert small.outputs[0].text == "small\n"
+    for cell in (stream, images):
+        notes = [o for o in cell.outputs if o.get("name") == "stderr" and CUT_NOTE in o.text]
+        assert len(notes) == 1, cell.outputs[-1]
+        assert kept_bytes(cell) - len(json.dumps(notes[0])) <= CELL_CAP
+    assert result.outputs[0].data["text/plain"].startswith("'rrr")          # under both caps: kept whole
+    total = sum(kept_bytes(c) for c in nb.cells)
+    notes = sum(len(json.dumps(o)) for c in nb.cells for o in c.outputs if CUT_NOTE in o.get("text", ""))
+    assert total - notes <= NOTEBOOK_CAP
+    for cell in (t, u):           # each would take the notebook past its cap: a note, no output
+        assert [CUT_NOTE in o.text for o in cell.outputs] == [True], cell.outputs
+    assert after.outputs[0].text == "after the cap\n"      # what still fits is kept
+
+
+@needs_wall
+@pytest.mark.skipif(os.geteuid() != 0, reason="the socket folder's tmpfs needs root (docs/security-grader.md)")
+def test_the_kernel_s_socket_folder_is_inside_a_disk_cap(tmp_path):
+    """The folder of the kernel's sockets, which nbgrader reaches too, was a plain host folder that
+    the kernel could fill; as root it is a 1 MiB tmpfs, removed with the kernel."""
+    nb = run_capped(tmp_path, [
+        "import os, errno\nfrom ipykernel.connect import get_connection_file\n"
+        "folder = os.path.dirname(get_connection_file())\nprint(folder)\nwritten = 0\n"
+        "try:\n    with open(os.path.join(folder, 'fill'), 'wb') as f:\n"
+        "        for i in range(64):\n            f.write(b'x' * (64 << 10)); f.flush(); written += 64 << 10\n"
+        "except OSError as e:\n    print('stopped', errno.errorcode[e.errno])\nprint('written', written)",
+    ])
+    lines = nb.cells[0].outputs[0].text.split()
+    folder = lines[0]
+    assert "attention-kit-kernel-ipc-" in folder
+    assert "stopped" in lines and lines[lines.index("stopped") + 1] in ("ENOSPC", "EFBIG")
+    assert int(lines[-1]) <= 1 << 20
+    assert not os.path.exists(folder) and folder not in Path("/proc/mounts").read_text(), "unmounted and removed"

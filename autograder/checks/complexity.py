@@ -27,10 +27,14 @@ therefore stated in terms of the reference's results, computed here, and its FLO
 here with the very same counter (child/meters.py, a torch dispatch mode: per thread, so nothing
 else the grader does can leak into the count).
 
-The meters run in the student's process. A submission can switch them off: a tracer or profiler
-removed, tracemalloc stopped or the torch modes popped is reported, and then the complexity check
-fails as "could not be measured". One that does it on purpose and puts everything back can hide a
-loop; that wins the complexity or api points only, never a numbers point.
+The meters run in the student's process, and every call of the student's code runs under them,
+measured or not (`Student._watched`): the code cannot tell a measured call by looking at the hooks,
+and a forbidden API called in any earlier call of the step counts in the api check. A submission
+can switch them off or break them: a tracer or profiler removed, tracemalloc stopped, the torch
+modes popped, the meters' code or torch's flop registry edited is reported, and so is a meter that
+fails; then the check fails as "could not be measured", never as the grader's internal error. One
+that edits the meters' counts in memory and puts everything back can hide a loop; that wins the
+complexity or api points only, never a numbers point (docs/security-grader.md).
 """
 import functools
 import re
@@ -105,8 +109,12 @@ def expect_no_forbidden(measurements, what, names):
 def _expect_measured(measurements, what):
     for m in measurements:
         if m.errors:
-            # the grader's own fault: an internal error, never charged as the student's
-            raise RuntimeError(f"the meters failed {m.errors} times while measuring {what}")
+            # The meters run in the student's process, where its code can reach and break them (edit
+            # torch's flop registry, replace a module they read): honest code never makes them fail
+            # (tests/test_meters.py), so a failure there is charged to this check, with what it means.
+            raise CheckFailed(_("{what}: the grader's counters failed {n} times while your code ran, so it could "
+                                "not be measured. Does your code change torch, numpy or the interpreter's "
+                                "state (monkeypatching, editing registries)?", what=what, n=m.errors))
         if not m.ran:
             raise CheckFailed(_("{what} could not be measured: the grader could not load its parameters "
                                 "into your module (the structure checks say why).", what=what))

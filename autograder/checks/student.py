@@ -6,6 +6,8 @@ it through the step's child (sandbox.step_child.StepChild) and have the reply de
 plain data (protocol.decode, decode_gradients, decode_measurement), which the expectations,
 gradients.py and complexity.py then judge.
 """
+import dataclasses
+
 import pytest
 
 from autograder.i18n import _
@@ -44,12 +46,37 @@ class Student:
     def _encode(self, x):
         return protocol.encode_value(x, self.framework == "torch", self.device, self.cast)
 
+    def _watched(self, request, what):
+        """Send an ordinary request the way a measuring one is sent, with the same meters on
+        (child/meters.py): the student's code cannot tell the two apart, so it cannot behave only
+        while measured. What the meters saw (forbidden APIs, tampering) is kept for the step's
+        api and complexity checks (`measure` adds it to theirs)."""
+        return self.session.request(protocol.measure_request(request, self._forbidden(), True,
+                                                             self.framework == "numpy", value=True), what)
+
+    def _keep_meters(self, reply):
+        """Keep what the meters saw in an ordinary call (after its value is decoded: a forged reply
+        is told by what is wrong with its value first)."""
+        seen = self._checked(protocol.decode_measurement, reply)
+        kept = _seen(self.session, create=True)
+        kept.forbidden += [n for n in seen.forbidden if n not in kept.forbidden]
+        kept.tampered += [n for n in seen.tampered if n not in kept.tampered]
+        kept.errors += seen.errors
+
+    def _forbidden(self):
+        """The step's forbidden APIs (checks/forbidden_apis.toml), watched in every call."""
+        from autograder.checks import complexity
+        stem = self.session.step.stem
+        return complexity.forbidden_apis(stem) if stem in complexity.API_STEPS else ()
+
     def call(self, name, *args, **kwargs):
         """Call the student's function `name` and return what it returned, decoded."""
         what = f"{name}(...)"
-        reply = self.session.request(self.call_request(name, *args, **kwargs), what)
+        reply = self._watched(self.call_request(name, *args, **kwargs), what)
         self.mutated = _mutated(reply, lambda i: _("argument {n}", n=int(i) + 1) if type(i) is int else str(i))
-        return _with_mutated(self._checked(decode, reply.get("value")), self.mutated)
+        value = _with_mutated(self._checked(decode, reply.get("value")), self.mutated)
+        self._keep_meters(reply)
+        return value
 
     def module(self, name, init, params, x, dtype="float64", cache=None):
         """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x)
@@ -58,15 +85,16 @@ class Student:
 
         Returns (value, param_shapes) where value is None when the parameters did not fit.
         """
-        reply = self.session.request(self.module_request(name, init, params, x, dtype, cache),
-                                     f"{name}(...).forward(x)")
+        reply = self._watched(self.module_request(name, init, params, x, dtype, cache), f"{name}(...).forward(x)")
         shapes = reply.get("params")
         if not isinstance(shapes, dict):
             self.session.distrust()
             raise BadReply(_("malformed parameter list"))
         value = reply.get("value")
         self.mutated = _mutated(reply, str)
-        return (None if value is None else _with_mutated(self._checked(decode, value), self.mutated)), shapes
+        value = None if value is None else _with_mutated(self._checked(decode, value), self.mutated)
+        self._keep_meters(reply)
+        return value, shapes
 
     def grad(self, target, cotangents, small):
         """Run the student's code forward and backward in float64 (see gradients.py).
@@ -93,9 +121,11 @@ class Student:
     def cache(self, cls, appends):
         """The student's cache class `cls` on its own: cls(), append(k, v) for each (k, v) of `appends`.
         Returns the decoded ([what each append returned], [len before any append and after each])."""
-        reply = self.session.request(protocol.cache_request(cls, [[self._encode(k), self._encode(v)]
-                                                                  for k, v in appends]), f"{cls}().append(k, v)")
-        return self._checked(decode, reply.get("value"))
+        reply = self._watched(protocol.cache_request(cls, [[self._encode(k), self._encode(v)] for k, v in appends]),
+                              f"{cls}().append(k, v)")
+        value = self._checked(decode, reply.get("value"))
+        self._keep_meters(reply)
+        return value
 
     def measure(self, request, what, forbidden=(), count=True, precision=False):
         """Run a call_request / module_request with the child's meters on (child/meters.py).
@@ -107,7 +137,39 @@ class Student:
         # tracemalloc in the numpy steps only: the torch steps' tensors are tracked by the dispatch mode
         reply = self.session.request(protocol.measure_request(request, forbidden, count, self.framework == "numpy",
                                                               precision), what)
-        return self._checked(protocol.decode_measurement, reply)
+        measured = self._checked(protocol.decode_measurement, reply)
+        # what the meters saw in the step's earlier ordinary calls counts here too: a forbidden API
+        # used in any call, a meter switched off or broken in any call
+        kept = _seen(self.session)
+        if kept is None:
+            return measured
+        # watching for forbidden calls only (count=False), what blinds the forbidden-call watch counts
+        # (the profiler, torch's modes, the meters' code), not what blinds the counters
+        tampered = [n for n in kept.tampered if count or n in WATCH_TAMPERING]
+        return dataclasses.replace(
+            measured, forbidden=measured.forbidden + tuple(n for n in kept.forbidden
+                                                           if n in forbidden and n not in measured.forbidden),
+            tampered=measured.tampered + tuple(n for n in tampered if n not in measured.tampered),
+            errors=measured.errors + (kept.errors if count else 0))
+
+
+WATCH_TAMPERING = ("sys.setprofile", "the torch modes", "the meters' code")
+
+
+class _Seen:
+    """What the meters saw in one step child's ordinary calls."""
+
+    def __init__(self):
+        self.forbidden, self.tampered, self.errors = [], [], 0
+
+
+def _seen(session, create=False):
+    """The _Seen of a step's session (a StepChild: kept on it, so it goes with the submission)."""
+    kept = getattr(session, "meters_seen", None)
+    if kept is None and create:
+        kept = _Seen()
+        session.meters_seen = kept
+    return kept
 
 
 def _mutated(reply, name):

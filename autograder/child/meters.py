@@ -27,6 +27,13 @@ Every count is deterministic: the same code on the same inputs gives the same nu
 garbage collector is paused while the call runs, so memory is freed by reference counts alone,
 never at a moment that depends on earlier requests).
 
+Every call of the student's code runs under a Meter (the grader sends ordinary calls as measuring
+ones, runner.measure), with the same hooks on whatever it counts: the code cannot tell a measured
+call from an ordinary one by looking at them. The meters' own code is recorded before any student
+code runs (`snapshot`) and checked after every call: an edit is reported in `tampered`. FLOPs are
+counted with a private copy of torch's formulas (`_flop_formulas`), which the student's code
+cannot reach through torch.
+
 Limits, plainly: the meters run in the student's own process, so a submission that means to can
 fool them (put a tracer back after removing it, through a call the profiler cannot see, or edit
 the meter's counts in memory). That can only win the complexity and api points, never a numbers
@@ -35,6 +42,7 @@ and a loop run entirely in C (map(np.exp, rows), np.vectorize of a C function) m
 line or call per item, so in a numpy step it is not seen.
 """
 import gc
+import os
 import sys
 import tracemalloc
 import weakref
@@ -122,11 +130,14 @@ class Meter:
         # tracemalloc: numpy arrays and Python objects. Off for the torch steps, where tensors are
         # tracked from the dispatch mode: it would count the meters' own bookkeeping there, and make
         # each op ten times slower
-        self.python_memory = count and python_memory
+        # What is switched on depends on the step alone (python_memory: a numpy step), never on what
+        # this measurement counts: every call of the student's code runs under the very same hooks
+        # (runner.measure), so its code cannot tell a measured call from an ordinary one by looking.
+        self.python_memory = bool(python_memory)
         # precision asked for in a numpy step (python_memory): the student's frames are also watched
         # for float arrays narrower than the float64 inputs (the dispatch mode does that for torch)
         self.numpy_precision = bool(precision and python_memory)
-        self.traced = count or self.numpy_precision
+        self.traced = True
         self.widest_input = 0
         self.lines = self.calls = self.ops = self.flops = 0
         self.tm_peak = 0
@@ -346,7 +357,7 @@ class Meter:
             _settrace(None)
             if profiler != self._profile:
                 self._tamper("sys.setprofile")
-            if self.traced and tracer != self._trace:
+            if self.count and tracer != self._trace:      # watching for forbidden calls, the tracer plays no part
                 self._tamper("sys.settrace")
             for mode in reversed(entered):
                 try:
@@ -359,11 +370,15 @@ class Meter:
                 grad.__exit__(None, None, None)
             if self.python_memory:
                 if not _tm_is_tracing() or _tm_traceback(sentinel) is None:
-                    self._tamper("tracemalloc")
+                    if self.count:              # the forbidden-call watch does not use it
+                        self._tamper("tracemalloc")
                     self.tm_peak = 0
                 else:
-                    self.tm_peak = _tm_memory()[1]
+                    self.tm_peak = _tm_memory()[1] if self.count else 0
                     _tm_stop()
+            changed = _changed_meters()
+            if changed:
+                self._tamper(changed)
             self._tracked.clear()           # drops the weakrefs: what dies later is not this call's business
             if gc_was_on:
                 _gc_enable()
@@ -382,6 +397,88 @@ def _widest_float(args, kwargs):
         return 0
     items = list(args) + list(kwargs.values())
     return max((a.dtype.itemsize for a in items if isinstance(a, np.ndarray) and a.dtype.kind == "f"), default=0)
+
+
+# ------------------------------------------------------------------ the meters' own integrity
+# Student code runs in this process and can reach this module (sys.modules, gc): what it could
+# edit to blind a meter is recorded here, before any student code runs, and compared after every
+# measured call. A change is reported as tampering, which fails the check it would have fooled.
+_FLOPS = None           # the meters' own copy of torch's flop formulas: {op packet: formula}
+_TORCH_DIR = None       # torch's folder, recorded before any student code runs
+_ORIGINAL = {}          # (where, name) -> the object, and code objects, as they were
+
+
+def _flop_formulas():
+    """torch's flop formulas, from a private copy of torch/utils/flop_counter.py executed from the
+    file (read-only in the child's view) on first use: what the student's code does to
+    torch.utils.flop_counter.flop_registry changes nothing here. Loaded lazily, as before: its
+    import costs a second in a child that never measures."""
+    global _FLOPS
+    if _FLOPS is None:
+        _FLOPS = {}
+        if _TORCH_DIR is None:          # the grader's side (flops_of): torch is its own
+            snapshot()
+        try:
+            import importlib.util
+            path = os.path.join(_TORCH_DIR, "utils", "flop_counter.py")
+            spec = importlib.util.spec_from_file_location("torch.utils._attention_kit_flop_counter", path)
+            private = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(private)
+            _FLOPS = dict(private.flop_registry)
+        except Exception:               # noqa: BLE001 - an older torch, no file: no FLOPs counted
+            _FLOPS = {}
+        snapshot()                      # the copy's formulas are the meters' own from now on
+    return _FLOPS
+
+
+def _watched_objects():
+    """(where, name) -> object for what the meters rely on: this module's functions and classes
+    (their methods' code), the saved hooks, and torch's flop registry and formulas."""
+    here = sys.modules.get(__name__)
+    found = {}
+    for name, value in list(vars(here).items()) if here is not None else ():
+        if name.startswith("__") or name in ("_ORIGINAL", "_FLOPS", "_TORCH_DIR", "_MODE_CLASSES"):
+            continue
+        found[("meters", name)] = value
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            found[("meters", name + ".__code__")] = code
+        if isinstance(value, type) and value.__module__ == __name__:
+            for attr, member in list(vars(value).items()):
+                found[("meters", f"{name}.{attr}")] = member
+                if getattr(member, "__code__", None) is not None:
+                    found[("meters", f"{name}.{attr}.__code__")] = member.__code__
+    for cls_name, cls in _MODE_CLASSES.items():
+        for attr, member in list(vars(cls).items()):
+            if getattr(member, "__code__", None) is not None:
+                found[("modes", f"{cls_name}.{attr}.__code__")] = member.__code__
+    for packet, formula in (_FLOPS or {}).items():      # the meters' own copy, once loaded
+        found[("meters", f"flop formula {packet}.__code__")] = getattr(formula, "__code__", None)
+    return found
+
+
+def snapshot():
+    """Record what the meters rely on. Called when this module is imported, by the runner after
+    `import torch` (both before any student code runs), and once the meters' own objects are made
+    (torch's modes, the flop formulas)."""
+    global _TORCH_DIR
+    torch = sys.modules.get("torch")
+    if _TORCH_DIR is None and torch is not None and isinstance(getattr(torch, "__file__", None), str):
+        _TORCH_DIR = os.path.dirname(torch.__file__)
+    for key, value in _watched_objects().items():
+        _ORIGINAL.setdefault(key, value)
+
+
+def _changed_meters():
+    """The name of the first thing of the meters that is not what it was, else None."""
+    try:
+        now = _watched_objects()
+        for key, value in _ORIGINAL.items():
+            if now.get(key) is not value:
+                return "the meters' code"
+    except Exception:                   # noqa: BLE001 - a module made to fail on inspection
+        return "the meters' code"
+    return None
 
 
 # ------------------------------------------------------------------ torch helpers
@@ -419,11 +516,9 @@ def _torch_modes(meter, torch):
                 return out
 
         _MODE_CLASSES.update(function=FunctionWatch, dispatch=OpWatch)
+        snapshot()
     meter._stacks = _mode_stacks(torch)
-    modes = [_MODE_CLASSES["dispatch"](meter)]
-    if meter.names:
-        modes.insert(0, _MODE_CLASSES["function"](meter))
-    return modes
+    return [_MODE_CLASSES["function"](meter), _MODE_CLASSES["dispatch"](meter)]    # both, always (see Meter)
 
 
 def _mode_stacks(torch):
@@ -458,12 +553,10 @@ def _storage(t):
 
 
 def _flops(func, args, kwargs, out):
-    """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones)."""
-    try:
-        from torch.utils.flop_counter import flop_registry
-    except ImportError:
-        return 0
-    formula = flop_registry.get(getattr(func, "_overloadpacket", None))
+    """Multiply-adds of one op by torch's flop formulas; 0 for ops it has none for (elementwise ones).
+    The formulas are the meters' own copy (_flop_formulas), never the registry the student's code
+    can reach and edit."""
+    formula = _flop_formulas().get(getattr(func, "_overloadpacket", None))
     if formula is None:
         return 0
     try:
@@ -479,10 +572,13 @@ def flops_of(fn, *args, **kwargs):
     meter = Meter(())
     meter.owns_hooks = False
     meter._watch = Forbidden(())
-    (mode,) = _torch_modes(meter, torch)
+    mode = _torch_modes(meter, torch)[-1]     # the dispatch mode alone
     try:
         with torch.no_grad(), mode:
             fn(*args, **kwargs)
     finally:
         meter._tracked.clear()
     return meter.flops
+
+
+snapshot()

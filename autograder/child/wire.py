@@ -55,18 +55,39 @@ def sizes(header):
     return body, attached
 
 
-def unpack(body, attachments):
+def nodes(body):
+    """An upper bound on the values a JSON text holds: its brackets, braces and commas (counted in
+    strings too: over, never under). Parsed, each costs the reader up to ~100 bytes (a list, a dict,
+    a float), so this bounds the memory of json.loads before it runs."""
+    return body.count(b"[") + body.count(b"{") + body.count(b",") + 1
+
+
+def unpack(body, attachments, max_nodes=None):
     """The message's JSON, each array record's "data" swapped for its bytes. A reference that is
     not two in-bounds integers becomes None, which `decode_array` refuses. Anything malformed
-    (bad UTF-8 or JSON, nesting past the parser's depth) raises ValueError."""
+    (bad UTF-8 or JSON, nesting past the parser's depth, more than `max_nodes` values, array
+    records that together claim more bytes than were attached) raises ValueError.
+
+    The last two bound what the reader builds from one message: json.loads makes ~100 bytes of
+    objects per value (a 60 MB reply of nested lists cost the grader 700 MiB), and every array
+    record is copied when decoded (ten thousand records pointing at the same 16 MiB would be
+    160 GB): the records of a message may claim its attached bytes once, no more."""
     view = memoryview(attachments)
+    if max_nodes is not None and nodes(body) > max_nodes:
+        raise ValueError(f"a reply of over {max_nodes} values is more than this request may return")
+    claimed = 0
 
     def resolve(record):
+        nonlocal claimed
         if record.get("t") == "array":
             ref = record.get("data")
             ok = (isinstance(ref, list) and len(ref) == 2 and all(type(n) is int and n >= 0 for n in ref)
                   and ref[0] + ref[1] <= len(view))
             record["data"] = view[ref[0]:ref[0] + ref[1]] if ok else None
+            if ok:
+                claimed += ref[1]
+                if claimed > len(view):
+                    raise ValueError("array records claim more bytes than were attached")
         return record
     try:
         return json.loads(body, object_hook=resolve)

@@ -316,7 +316,14 @@ def previous_result(out_dir, sub, fp):
     same files by the same grader, else None."""
     from autograder.reports import stored
     found = stored.read(results_path(out_dir, sub.key).parent)
-    return found if found is not None and found.fingerprint == fp and found.student == sub.student else None
+    if found is None or found.fingerprint != fp or found.student != sub.student:
+        return None
+    if not found.authentic:       # not signed by this grader (stored.py): whatever it says, grade again
+        print(render(_("{student}: the stored results were not written by this grader (their signature does "
+                       "not match): graded again", student=safe_text.for_terminal(sub.student, newlines=False))),
+              file=sys.stderr)
+        return None
+    return found
 
 
 # ------------------------------------------------------------------ the task (runs in a worker)

@@ -39,9 +39,10 @@ from jupyter_client.manager import AsyncKernelManager, KernelManager
 from jupyter_client.provisioning import LocalProvisioner
 from nbclient.exceptions import DeadKernelError
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor
-from traitlets import Float, Integer, Unicode
+from traitlets import Float, HasTraits, Integer, Unicode
 
 from autograder import contract, i18n
+from autograder.i18n import _
 from autograder.sandbox import isolation, process
 from autograder.sandbox.limits import Limits
 
@@ -57,6 +58,8 @@ LAUNCHER = ("import ctypes, runpy, signal, sys\n"
 RESOURCE_KEY = "attention_kit"     # resources[RESOURCE_KEY]["as_submitted"]: the notebook before the kernel ran
 DATA_FILE_BYTES = 64 << 20         # files beside the notebook copied into the kernel's folder, in all
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MNT_DETACH = 2, 4, 8, 2
 
 
 # ------------------------------------------------------------------ the student's originals
@@ -198,10 +201,71 @@ class TrustedGrades(NbGraderPreprocessor):
 
 
 # ------------------------------------------------------------------ the walled kernel
-class WalledExecute(Execute):
+def output_bytes(msg):
+    """The bytes an output message adds to the notebook: the output it becomes, as JSON (its
+    content, for a message that makes none)."""
+    import json
+    try:
+        return len(json.dumps(nbformat.v4.output_from_msg(msg), default=str))
+    except (ValueError, KeyError, TypeError):
+        return len(json.dumps(msg.get("content") or {}, default=str))
+
+
+class OutputCap(HasTraits):
+    """Caps what a kernel's outputs add to the notebook, in bytes: stream, display data, results and
+    errors alike, per cell and per notebook (nbgrader's own LimitOutput counts lines of streams and
+    lets display data through: one cell could make a 20 MiB+ notebook). Past a cap, the outputs are
+    dropped and the cell shows one note saying so. Mixed into an nbclient NotebookClient (here,
+    nbgrader's Execute); the kernel manager caps each message (WalledKernelManager.client)."""
+
+    max_cell_output_bytes = Integer(1 << 20, config=True, help="bytes of outputs one cell may keep")
+    max_notebook_output_bytes = Integer(4 << 20, config=True, help="bytes of outputs one notebook may keep")
+
+    def output(self, outs, msg, display_id, cell_index):
+        if not hasattr(self, "_output_used"):
+            self._output_used, self._output_cut = {}, set()
+        size = output_bytes(msg)
+        cell = self._output_used.get(cell_index, 0)
+        total = sum(self._output_used.values())
+        if cell + size > self.max_cell_output_bytes or total + size > self.max_notebook_output_bytes:
+            self._note_cut(outs, cell_index)
+            return None
+        self._output_used[cell_index] = cell + size
+        return super().output(outs, msg, display_id, cell_index)
+
+    def _update_display_id(self, display_id, msg):
+        """update_display_data replaces an output in place: no larger than the cell's cap allows."""
+        if output_bytes(msg) > self.max_cell_output_bytes:
+            return None
+        return super()._update_display_id(display_id, msg)
+
+    def _note_cut(self, outs, cell_index):
+        if cell_index in self._output_cut:
+            return
+        self._output_cut.add(cell_index)
+        note = _("[attention-kit: the outputs of this cell were cut: a cell may keep {cell} KiB of "
+                      "outputs and a notebook {notebook} KiB; the rest was not kept]",
+                      cell=self.max_cell_output_bytes >> 10, notebook=self.max_notebook_output_bytes >> 10)
+        outs.append(nbformat.v4.new_output("stream", name="stderr",
+                                           text=i18n.render(note, self._language()) + "\n"))
+
+    def _language(self):
+        try:
+            from autograder.commands import notebook_hook as notebook
+            root = TrustedGrades._course_root(self) if hasattr(self, "parent") else None
+            return notebook.course_language(root or ".")
+        except Exception:                       # noqa: BLE001 - a note in English then
+            return "en"
+
+    def reset_output_cap(self):
+        self._output_used, self._output_cut = {}, set()
+
+
+class WalledExecute(OutputCap, Execute):
     """nbgrader's Execute with a WalledKernelManager kernel. The kit's hidden-test cells are
     skipped (TrustedGrades writes them); a kernel that dies (an exit, a crash, a limit) ends the
-    run with an error in the cell it was running, and the notebook is still graded."""
+    run with an error in the cell it was running, and the notebook is still graded. The outputs
+    are capped in bytes (OutputCap)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", WalledKernelManager)
@@ -234,6 +298,7 @@ class WalledExecute(Execute):
                 cell.metadata.setdefault("tags", []).append(SKIP_TAG)
                 tagged.append((cell, had_tags))
         self._running = None
+        self.reset_output_cap()
         try:
             return super().preprocess(nb, resources, km)
         except DeadKernelError:
@@ -260,6 +325,7 @@ class WalledExecute(Execute):
         if isinstance(km, WalledKernelManager):
             km.framework = getattr(self, "_framework", "")
             km.data_folder = getattr(self, "_original", None)    # the data files: the student's originals
+            km.max_message_bytes = self.max_cell_output_bytes + (1 << 20)
         return km
 
 
@@ -336,6 +402,9 @@ class WalledKernelManager(AsyncKernelManager):
     framework = Unicode("", help="the step's framework (set by WalledExecute): torch kernels on a GPU "
                                  "machine go without a PID namespace, where CUDA does not start")
     output_bytes = Integer(16_000, help="the kernel process's own stdout/stderr kept for the log")
+    max_message_bytes = Integer(2 << 20, help="the largest message nbgrader takes from the kernel (ZMQ_MAXMSGSIZE): "
+                                              "a larger one is dropped unread, its connection reset")
+    socket_folder_bytes = Integer(1 << 20, help="the socket folder's tmpfs (as root): all the kernel may write there")
 
     _plan = None
     _warned_unwalled = False
@@ -393,7 +462,7 @@ class WalledKernelManager(AsyncKernelManager):
                              "the notebooks' kernels run with limits only and can read what this account "
                              "can read. The scores stay the kit's own.")
         self._scratch = tempfile.mkdtemp(prefix="attention-kit-kernel-")
-        self._sockets = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-", dir=socket_parent())
+        self._sockets = self._socket_folder()
         # data files from the student's own folder under submitted/ (regular files only), not from
         # nbgrader's copy, whose links were followed
         data_folder = getattr(self, "data_folder", None)
@@ -425,6 +494,31 @@ class WalledKernelManager(AsyncKernelManager):
                     "JUPYTER_RUNTIME_DIR": f"{scratch}/.local/share/jupyter/runtime", "JUPYTER_PLATFORM_DIRS": "1",
                     "MPLCONFIGDIR": f"{scratch}/.matplotlib", "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
         return env
+
+    def client(self, **kwargs):
+        """A client whose sockets refuse any message over max_message_bytes: what nbgrader's process
+        holds of one kernel message is bounded, whatever the kernel sends (OutputCap bounds what
+        the notebook keeps)."""
+        import zmq
+        kc = super().client(**kwargs)
+        kc.context.setsockopt(zmq.MAXMSGSIZE, int(self.max_message_bytes))
+        return kc
+
+    def _socket_folder(self):
+        """The folder of the kernel's connection file and ipc sockets, which nbgrader and the kernel
+        both reach. As root, a tmpfs of socket_folder_bytes and 64 inodes mounted on it, so that
+        what the kernel writes there is capped like its scratch (sockets take no bytes); elsewhere a
+        plain folder (no mount without root: docs/security-grader.md)."""
+        folder = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-", dir=socket_parent())
+        self._sockets_mounted = False
+        if os.geteuid() == 0:
+            options = f"size={int(self.socket_folder_bytes)},nr_inodes=64,mode=700".encode()
+            if _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) == 0:
+                self._sockets_mounted = True
+            else:
+                self.log.warning("attention-kit: no tmpfs for the kernel's socket folder (%s): its writes there "
+                                 "are not capped", os.strerror(ctypes.get_errno()))
+        return folder
 
     # -- interrupt and stop
     async def _async_interrupt_kernel(self):
@@ -472,6 +566,9 @@ class WalledKernelManager(AsyncKernelManager):
             if trap.kept:
                 self.log.debug("attention-kit: the kernel process's own output: %s", ascii(trap.text()[-2000:]))
             self._trap = None
+        if getattr(self, "_sockets_mounted", False):
+            _libc.umount2(os.fsencode(self._sockets), MNT_DETACH)
+            self._sockets_mounted = False
         for folder in (getattr(self, "_scratch", None), getattr(self, "_sockets", None)):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)

@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.sandbox import isolation, zygote
+from autograder.sandbox import isolation, protocol, zygote
 from autograder.sandbox.problems import BadReply, StudentCrashed, StudentOverMemory, StudentTimedOut
 from autograder.child import wire
 from autograder.i18n import _
@@ -75,6 +75,7 @@ class Child:
 
     source: a submitted_files.StepFile (the file's bytes, already read as data by the grader);
     hide: folders that must stay covered even if they lie under a visible one (the submission's)."""
+    reply_budget = protocol.SMALL_REPLY      # set per request by `send` (protocol.reply_budget)
 
     def __init__(self, framework, limits, source, mode, hide=()):
         self.framework, self.limits = framework, limits
@@ -175,16 +176,19 @@ class Child:
     def send(self, message, what, deadline, seconds):
         """Write one request without waiting for the reply (see StepChild.start)."""
         data = wire.pack(message)
+        self.reply_budget = protocol.reply_budget(message)      # what its reply may cost this process
         self._guarded(what, seconds, lambda: self._write_all(data, deadline))
 
     def receive(self, what, deadline, seconds):
         """Read the reply to the request sent last."""
         def read():
             body, attached = wire.HEADER.unpack(self._read_exactly(wire.HEADER.size, deadline))
-            if body + attached > wire.MAX_MESSAGE_BYTES:
-                self.kill()
-                raise BadReply(_("a reply of {size} bytes is over the limit", size=body + attached))
-            return wire.unpack(self._read_exactly(body, deadline), self._read_exactly(attached, deadline))
+            budget = self.reply_budget
+            if body > budget.json_bytes or attached > budget.attached_bytes:
+                self.kill()                             # unread: the rest of it stays in the pipe
+                raise BadReply(protocol.over_budget(body, attached, budget))
+            return wire.unpack(self._read_exactly(body, deadline), self._read_exactly(attached, deadline),
+                               max_nodes=budget.nodes)
         reply = self._guarded(what, seconds, read)
         if not isinstance(reply, dict):
             raise BadReply(_("the reply is not an object"))

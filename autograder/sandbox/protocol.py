@@ -104,14 +104,79 @@ def grad_request(target, cotangents, small):
             "small": small}
 
 
-def measure_request(request, forbidden=(), count=True, python_memory=True, precision=False):
+def measure_request(request, forbidden=(), count=True, python_memory=True, precision=False, value=False):
     """Run a call or module request with the child's meters on (child/meters.py).
 
     forbidden: dotted names of APIs to watch for; count=False watches for them only;
     python_memory: tracemalloc's peak (the numpy steps); precision: watch for float32 inside a
-    float64 run."""
+    float64 run; value: reply with the value too (an ordinary call: every call of the student's
+    code is made this way, so it cannot tell a measured call from an ordinary one)."""
     return {"op": "measure", "request": request, "forbidden": list(forbidden), "count": bool(count),
-            "python_memory": bool(python_memory), "precision": bool(precision)}
+            "python_memory": bool(python_memory), "precision": bool(precision), "value": bool(value)}
+
+
+# ------------------------------------------------------------------ replies: what each may cost
+@dataclass(frozen=True)
+class ReplyBudget:
+    """What one reply may hold, read before any of it is: its JSON text (bytes and values, see
+    wire.nodes) and its attached array bytes. Bounds the grader's memory per reply: about
+    json_bytes + 100 bytes a value for the parsed JSON, twice attached_bytes for the arrays."""
+    json_bytes: int
+    attached_bytes: int
+    nodes: int
+
+
+REPLY_JSON_BYTES = 8 << 20     # an honest reply's text: records of a few fields, MAX_ITEMS of them at most
+REPLY_NODES = 200_000          # MAX_ITEMS (10 000) array records of ~10 values each, twice over
+REPLY_FLOOR = 16 << 20         # arrays any call may return whatever its inputs
+SMALL_REPLY = ReplyBudget(REPLY_JSON_BYTES, 1 << 20, REPLY_NODES)    # load and measure: names and counts
+
+
+def _sizes(x, arrays, ints):
+    """Collect the shapes of the wire arrays and the plain integers inside a request."""
+    if isinstance(x, dict):
+        if x.get("t") == "array" and isinstance(x.get("shape"), list):
+            arrays.append([n for n in x["shape"] if type(n) is int])
+        elif x.get("t") == "scalar" and type(x.get("value")) is int:
+            ints.append(x["value"])
+        for v in x.values():
+            _sizes(v, arrays, ints)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _sizes(v, arrays, ints)
+
+
+def reply_budget(request):
+    """The most a reply to `request` may hold, derived from what its answer can be: the references
+    answer the same request with arrays no larger than an input times its longest axis (the
+    (..., T, T) weights from (..., T, D) inputs, D at least the number of heads) or the square of
+    an integer argument (a (T, T) mask from T), 8 bytes a value; with REPLY_FLOOR for slack and
+    four times over for a tuple (output, weights) and gradients. Never above the wire's global cap.
+    load and measure replies carry names and counts only (SMALL_REPLY)."""
+    if isinstance(request, dict) and request.get("op") == "measure" and request.get("value"):
+        request = request.get("request")            # an ordinary call, sent measured: its value comes back
+    if not isinstance(request, dict) or request.get("op") not in ("call", "module", "cache", "grad"):
+        return SMALL_REPLY
+    arrays, ints = [], []
+    _sizes(request, arrays, ints)
+    values = 0
+    for shape in arrays:
+        count = 1
+        for n in shape:
+            count *= n
+        values += count * max(shape + [1])
+    values += sum(n * n for n in ints if 0 < n <= 1 << 16)
+    attached = min(wire.MAX_MESSAGE_BYTES, REPLY_FLOOR + 4 * 8 * values)
+    return ReplyBudget(REPLY_JSON_BYTES, attached, REPLY_NODES)
+
+
+def over_budget(body, attached, budget):
+    """The BadReply message for a reply whose header says it holds more than `budget`."""
+    if body > budget.json_bytes:
+        return _("a reply of {size} bytes of text is more than this request may return ({limit} bytes)",
+                 size=body, limit=budget.json_bytes)
+    return _("a reply of {size} bytes of arrays is more than this request may return ({limit} bytes, from "
+             "the size of its expected results)", size=attached, limit=budget.attached_bytes)
 
 
 # ------------------------------------------------------------------ replies: the rule
