@@ -1,4 +1,5 @@
-"""An unreadable step file is its own state everywhere (issue 29): a notebook that is not JSON,
+"""An unreadable step file is its own state everywhere (issue 29): a notebook that is not JSON (or
+JSON but not a notebook),
 bytes that are not UTF-8, a syntax error. The step's first check says the cause, once; the others
 point to it; every check carries the `unreadable` tag (results.json); the progress line and the
 CSV's error column name the file; the class view counts it in a column of its own, never as a
@@ -17,9 +18,10 @@ from conftest import ROOT
 
 LESSON = ROOT / "samples" / "lesson"
 BAD = {"notebook": ("04_softmax.ipynb", b'{"cells": [\n'),
+       "json": ("04_softmax.ipynb", b"[]"),
        "syntax": ("04_softmax.py", b"def softmax(x, axis=-1):\n    return x +\n"),
        "bytes": ("04_softmax.py", b'def softmax(x, axis=-1):\n    return "\xff\xfe"\n')}
-CAUSE = {"notebook": "JSONDecodeError", "syntax": "SyntaxError", "bytes": "UnicodeDecodeError"}
+CAUSE = {"notebook": "JSONDecodeError", "json": "NotANotebook", "syntax": "SyntaxError", "bytes": "UnicodeDecodeError"}
 
 
 @pytest.fixture(scope="module")

@@ -213,6 +213,10 @@ def _run(code, filename):
     exec(compile(code, filename, "exec"), STUDENT.__dict__)
 
 
+class NotANotebook(ValueError):
+    """A .ipynb file that is JSON but not a notebook (`[]`, a number, cells that are no list)."""
+
+
 def load(path, display):
     """Run the student's file. Errors are recorded, and grading goes on with what was defined."""
     errors = []
@@ -220,7 +224,9 @@ def load(path, display):
         try:      # a malformed notebook is the student's problem, told like any error in their file
             with open(path, encoding="utf-8") as f:
                 nb = json.load(f)
-            cells = [c for c in nb.get("cells", []) if isinstance(c, dict) and c.get("cell_type") == "code"]
+            if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+                raise NotANotebook("it is JSON, but not a notebook (an object with a list of cells)")
+            cells = [c for c in nb["cells"] if isinstance(c, dict) and c.get("cell_type") == "code"] if "cells" in nb else []
         except BaseException as exc:
             errors.append({"type": type(exc).__name__, "message": f"{display} is not a readable notebook: {exc}"[:2000],
                            "traceback": ""})

@@ -99,7 +99,7 @@ class StudentOverMemory(StudentProblem):
 # not JSON, bytes that are not UTF-8, code that is not Python. The step is then "unreadable", its own
 # state in every report (tag `unreadable`), its cause said first.
 UNREADABLE_ERRORS = frozenset({"SyntaxError", "IndentationError", "TabError", "UnicodeDecodeError",
-                               "JSONDecodeError"})
+                               "JSONDecodeError", "NotANotebook"})
 
 
 class NotDefined(StudentProblem):
