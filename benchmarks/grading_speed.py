@@ -371,13 +371,7 @@ def floor_and_peer(assignment, tmp, args, cold_floor):
         if out.returncode != 0:
             raise SystemExit(f"the floor failed:\n{out.stderr[-4000:]}")
         grades = json.loads(out.stdout)
-    import csv
-    batch = {row["student"]: (float(row["total"]), float(row["max_score"]))
-             for row in csv.DictReader(open(tmp / f"{assignment}-grades0.csv"))}
-    floor = {Path(sub).parent.name: tuple(map(float, g.split("/"))) for sub, g in grades.items()}
-    if floor != batch:
-        raise SystemExit(f"the floor grades {assignment} unlike the batch (not the same checks?):\n"
-                         f"  floor {floor}\n  batch {batch}")
+    check_floor_grades(assignment, grades, tmp / f"{assignment}-grades0.csv")
     result = {"floor": {"batch": statistics.median(runs), "batch_runs": runs, "single": cold_floor}}
     if args.otter_n > 0:
         out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_otter.py"), assignment,
@@ -389,6 +383,17 @@ def floor_and_peer(assignment, tmp, args, cold_floor):
         result["otter"] = {"n": len(peer["seconds"]), "per_submission": statistics.median(peer["seconds"]),
                            "seconds": peer["seconds"], "scores": peer["scores"]}
     return result
+
+
+def check_floor_grades(assignment, grades, csv_path):
+    """The floor ran the same checks only if it gave every student the batch's total:
+    `grades` is floor.py's {submission folder: "score/max"}, `csv_path` the batch's gradebook."""
+    import csv
+    batch = {row["student"]: (float(row["total"]), float(row["max_score"])) for row in csv.DictReader(open(csv_path))}
+    floor = {Path(sub).parent.name: tuple(map(float, g.split("/"))) for sub, g in grades.items()}
+    if floor != batch:
+        raise SystemExit(f"the floor grades {assignment} unlike the batch (not the same checks?):\n"
+                         f"  floor {floor}\n  batch {batch}")
 
 
 FLOOR_TARGETS = (("single cold grade vs bare import", "<= 1.2x", 1.2),
