@@ -6,7 +6,9 @@ machine does not distort the way it does wall-clock seconds (docs/benchmark-prof
 COURSE_FOLDER holds <assignment>/submitted/<student>/<assignment>/ (grading_speed.build_class's
 layout). Each command's
 CPU is read from getrusage(RUSAGE_CHILDREN) before and after it: every process of the tree counts
-once it has been reaped (the grader reaps its zygotes, a zygote its forks, a worker its children).
+once it has been reaped. Known gap: the kit's zygotes (and the children forked from them) are
+not reaped by the grader before it exits, so the kit's rows are undercounted (its cold grade came out
+below the bare import): only the bare import's and the floor's rows are complete (see the doc).
 Prints, per assignment, the median of --k runs of: the bare `import torch, numpy`, a cold `grade`
 of the first correct submission, floor.py's cold grade of it, `grade-all --jobs J` of all, and
 floor.py --jobs J of all (per submission), and their ratios.
