@@ -54,7 +54,6 @@ def main():
     out["imports"]["torch"] = since(t)
     t = clock()
     from autograder.grading import run
-    from autograder.sandbox import step_child
     out["imports"]["autograder.grading.run (pytest, the kit)"] = since(t)
     limits = None
     if args.floor:
