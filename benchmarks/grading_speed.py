@@ -14,7 +14,12 @@ run:
             every student of a kind, full marks where due, and as the single grade
   nbgrader  `nbgrader autograde` of the first --nbgrader-n of them in a temporary course copy,
             per submission (it starts a kernel per notebook, one notebook after another)
-and prints, per assignment, the ratios against the targets of issue 7, and each run's peak memory (the sum of the
+  floor     benchmarks/floor.py: the same checks on the same submissions, the student's code called
+            in-process (no child, no wall, no pipes; --jobs workers like the batch; median of three),
+            its grades checked equal to the batch's; and its cold grade of one correct submission
+  otter     benchmarks/peer_otter.py: otter-grader (pip install -e .[bench]) on the first --otter-n
+            submissions, one hidden test per step, `otter run` per notebook (no Docker here)
+and prints, per assignment, the ratios against the targets of issues 7 and 32, and each run's peak memory (the sum of the
 proportional set size (PSS) of every process it started, sampled every 0.1 s).
 
     --record   also writes the figures to benchmarks/grading_speed.json and puts the same table
@@ -233,6 +238,7 @@ def main():
                     help="seconds a slow student's notebook sleeps at import (default %(default)s; "
                          "nbgrader and the kit both wait for it, the ratios shrink as it grows)")
     ap.add_argument("--record", action="store_true", help="write benchmarks/grading_speed.json and the table in docs/benchmark.md")
+    add_floor_arguments(ap)
     args = ap.parse_args()
     assignments = [a for a in args.assignments.split(",") if a]
     unknown = sorted(set(assignments) - set(contract.ASSIGNMENTS))
@@ -250,11 +256,15 @@ def main():
         # the bare import and every assignment's cold single grade, interleaved
         singles = [[py, "-m", "autograder", "grade", str(tmp / a / "submitted" / "s000_correct" / a),
                     "--results", str(tmp / f"{a}-one.json"), "--quiet"] for a in assignments]
-        bare, *single = medians_interleaved(5, [py, "-c", "import torch, numpy"], *singles)
+        cold_floors = [floor_cmd(a, [tmp / a / "submitted" / "s000_correct" / a], 1) for a in assignments]
+        bare, *timings = medians_interleaved(5, [py, "-c", "import torch, numpy"], *singles, *cold_floors)
+        single, cold_floor = timings[:len(assignments)], timings[len(assignments):]
         runs = {}
         for assignment, one in zip(assignments, single):
             runs[assignment] = measure(assignment, tmp, args, tmp / f"{assignment}-one.json")
             runs[assignment]["seconds"]["single"], runs[assignment]["peak_bytes"]["single"] = one
+        for assignment, cold in zip(assignments, cold_floor):
+            runs[assignment].update(floor_and_peer(assignment, tmp, args, cold[0]))
 
     data = {"machine": {"cores": os.cpu_count(), "load_before": load_before,
                         "load_after": os.getloadavg()[0]},
@@ -331,7 +341,84 @@ def render(data):
         for (name, target, bound, better), ratio in zip(TARGETS, ratios(data, run)):
             ok = ratio >= bound if better == "higher" else ratio <= bound
             lines.append(f"  {name:<36}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
+        lines += render_floor(data, run)
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ the floor and the peer (issue 32)
+def add_floor_arguments(ap):
+    ap.add_argument("--otter-n", type=int, default=1, help="of the submissions, how many otter-grader grades, "
+                    "one `otter run` per notebook (10-25 s each; 0: no peer; default %(default)s)")
+
+
+def floor_cmd(assignment, submissions, jobs):
+    """benchmarks/floor.py: the same checks, the student's code called in-process (no child, no wall)."""
+    return [sys.executable, str(ROOT / "benchmarks" / "floor.py"), assignment, *map(str, submissions),
+            "--jobs", str(jobs)]
+
+
+def floor_and_peer(assignment, tmp, args, cold_floor):
+    """The floor (the batch's, median of three runs with the batch's --jobs, and the cold one of one
+    correct submission, timed with the single grades) and otter-grader's per-submission seconds.
+    The floor's grade of every submission must be the batch's (the same checks), else no figure."""
+    subs = sorted((tmp / assignment / "submitted").iterdir())
+    cmd = floor_cmd(assignment, [s / assignment for s in subs], args.jobs)
+    runs, grades = [], None
+    for _ in range(3):
+        start = time.monotonic()
+        out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        runs.append(time.monotonic() - start)
+        if out.returncode != 0:
+            raise SystemExit(f"the floor failed:\n{out.stderr[-4000:]}")
+        grades = json.loads(out.stdout)
+    check_floor_grades(assignment, grades, tmp / f"{assignment}-grades0.csv")
+    result = {"floor": {"batch": statistics.median(runs), "batch_runs": runs, "single": cold_floor}}
+    if args.otter_n > 0:
+        out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "peer_otter.py"), assignment,
+                              *[str(s / assignment) for s in subs[:args.otter_n]]],
+                             cwd=ROOT, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"otter-grader failed:\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+        peer = json.loads(out.stdout)
+        result["otter"] = {"n": len(peer["seconds"]), "per_submission": statistics.median(peer["seconds"]),
+                           "seconds": peer["seconds"], "scores": peer["scores"]}
+    return result
+
+
+def check_floor_grades(assignment, grades, csv_path):
+    """The floor ran the same checks only if it gave every student the batch's total:
+    `grades` is floor.py's {submission folder: "score/max"}, `csv_path` the batch's gradebook."""
+    import csv
+    batch = {row["student"]: (float(row["total"]), float(row["max_score"])) for row in csv.DictReader(open(csv_path))}
+    floor = {Path(sub).parent.name: tuple(map(float, g.split("/"))) for sub, g in grades.items()}
+    if floor != batch:
+        raise SystemExit(f"the floor grades {assignment} unlike the batch (not the same checks?):\n"
+                         f"  floor {floor}\n  batch {batch}")
+
+
+FLOOR_TARGETS = (("single cold grade vs bare import", "<= 1.2x", 1.2),
+                 ("batch vs floor, per submission", "<= 2x", 2.0))
+
+
+def render_floor(data, run):
+    """The floor's and the peer's lines of one assignment (none in a record made before issue 32)."""
+    if "floor" not in run:
+        return []
+    sec, floor, n = run["seconds"], run["floor"], data["n"]
+    batch_per, floor_per = sec["batch"] / n, floor["batch"] / n
+    lines = [f"{'  floor: same checks, in-process':<34}{floor['batch']:>10.2f}{'':>14}   ({floor_per:.2f} s per "
+             f"submission, --jobs {data['jobs']}; cold, one submission: {floor['single']:.2f} s)"]
+    if "otter" in run:
+        o = run["otter"]
+        lines.append(f"{'  otter-grader run (%d subs)' % o['n']:<34}{o['per_submission']:>10.2f}{'':>14}"
+                     f"   (s per submission: {run['steps']} `otter run`s; batch {o['per_submission'] / batch_per:.1f}x "
+                     f"faster, single {o['per_submission'] / sec['single']:.1f}x)")
+    values = (sec["single"] / data["bare"]["seconds"], batch_per / floor_per)
+    for (name, target, bound), ratio in zip(FLOOR_TARGETS, values):
+        lines.append(f"  {name:<36}{ratio:>7.1f}x   target {target:<14}{'met' if ratio <= bound else 'NOT met'}")
+    lines.append(f"  {'single cold grade vs floor':<36}{sec['single'] / floor_per:>7.1f}x   "
+                 f"(vs the cold floor {sec['single'] / floor['single']:.1f}x)")
+    return lines
 
 
 RECORD = ROOT / "benchmarks" / "grading_speed.json"

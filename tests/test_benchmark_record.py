@@ -90,3 +90,35 @@ def test_the_benchmark_refuses_to_time_a_batch_whose_grades_are_wrong(tmp_path):
         p.write_text(good)
     with pytest.raises(SystemExit, match="the single grade 9"):
         bench.check_grades(paths, {"score": 9.0})
+
+
+def test_render_puts_the_floor_and_the_peer_beside_the_kit():
+    """Issue 32: the batch's ratio to the floor and the cold grade's to the bare import, from the seconds;
+    a record made before the floor existed renders without those lines."""
+    bench = load_benchmark()
+    run = {"steps": 7, "seconds": {"single": 2.5, "batch": 5.0, "nbgrader": 40.0},
+           "peak_bytes": {"single": 1, "batch": 1, "nbgrader": 1}}
+    data = {"machine": {"cores": 2, "load_before": 0.0, "load_after": 0.0}, "n": 10, "nbgrader_n": 2, "jobs": 2,
+            "slow_seconds": 0.3, "date": "d", "commit": "c", "bare": {"seconds": 2.0, "peak_bytes": 1},
+            "assignments": {"self_attention": run}}
+    assert "floor" not in bench.render(data)
+    run["floor"] = {"batch": 2.0, "batch_runs": [2.0], "single": 2.0}
+    run["otter"] = {"n": 1, "per_submission": 50.0, "seconds": [50.0], "scores": {}}
+    text = bench.render(data)
+    # batch 0.5 s a submission, floor 0.2 s: 2.5x (not met); single 2.5 s / bare 2.0 s = 1.25x (not met)
+    assert re.search(r"batch vs floor, per submission +2\.5x +target <= 2x +NOT met", text)
+    assert re.search(r"single cold grade vs bare import +1\.2x +target <= 1\.2x +NOT met", text)
+    assert re.search(r"otter-grader run \(1 subs\) +50\.00 .*batch 100\.0x faster, single 20\.0x", text)
+    run["floor"]["batch"] = 2.5
+    assert re.search(r"batch vs floor, per submission +2\.0x +target <= 2x +met", bench.render(data))
+
+
+def test_the_floor_must_grade_like_the_batch(tmp_path):
+    bench = load_benchmark()
+    gradebook = tmp_path / "grades.csv"
+    gradebook.write_text("student,total,max_score\ns000_correct,70,70\ns001_buggy,24,70\n")
+    floor = {"/x/s000_correct/self_attention": "70/70", "/x/s001_buggy/self_attention": "24/70"}
+    bench.check_floor_grades("self_attention", floor, gradebook)
+    floor["/x/s001_buggy/self_attention"] = "25/70"
+    with pytest.raises(SystemExit, match="unlike the batch"):
+        bench.check_floor_grades("self_attention", floor, gradebook)
