@@ -258,3 +258,24 @@ def test_an_error_reply_to_loading_says_its_error_not_just_malformed():
     with pytest.raises(BadReply) as info:
         protocol.checked_load_reply({"ok": True})
     assert render(info.value.args[0], "en") == "malformed reply to loading the file"
+
+
+def test_a_bad_load_reply_is_retried_once_in_a_fresh_child(tmp_path):
+    """An honest child's bad answer to "load" (a rare failure of the kit's own) costs nothing: a
+    fresh child loads the file once more, and the first answer is left for the instructor. Here
+    the first child forges its load reply and leaves a mark; the second sees the mark and is
+    honest. A file that forges every time still gets the bad reply's verdict (the hostile corpus's
+    forge_load)."""
+    mark = tmp_path / "forged-once"
+    forge = ("import json, os, struct, sys\n"
+             f"if not os.path.exists({str(mark)!r}):\n"
+             f"    open({str(mark)!r}, 'w').close()\n"
+             "    body = json.dumps({'ok': True}).encode()\n"
+             "    os.write(int(sys.argv[2]), struct.pack('>II', len(body), 0) + body)\n")
+    s = session(tmp_path, forge + GOOD, isolation="none-unsafe")
+    try:
+        with pytest.warns(UserWarning, match="malformed reply to loading the file; loaded once more"):
+            got = call(s, np.zeros((2, 3)))
+        assert np.allclose(got.array, 1 / 3) and mark.exists()
+    finally:
+        s.close()

@@ -5,6 +5,7 @@ request, turns the child's error replies into student problems, and keeps what t
 """
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from autograder.sandbox import isolation
@@ -103,24 +104,41 @@ class StepChild:
                     _("Grading of {file} stopped after {n} crashes or time-outs.",
                       file=self.display, n=self.limits.max_restarts))
                 raise self.load_problem
-        try:
-            if self.child is None:
-                self._spawn()
-            what, spawned, seconds = self.pending_load
-            self.pending_load = None
-            # the load's time limit counts from when the child began running the student's file:
-            # starting the child is the kit's work, bounded by the submission's budget only, so a
-            # busy machine never turns an honest load into a time-out
-            start_by = spawned + max(self.budget.left(), seconds)
-            started = protocol.checked_started(self.child.receive(what, start_by, seconds),
-                                               spawned, time.monotonic())
-            self.load_reply = protocol.checked_load_reply(self.child.receive(what, started + seconds, seconds))
-        except StudentProblem as problem:
-            self.load_problem = problem
-            self.pending_load = None
-            self._retire()
-            raise
-        return self.child
+        for attempt in (1, 2):
+            try:
+                self._load()
+                return self.child
+            except BadReply as problem:
+                self.pending_load = None
+                self._retire()
+                if attempt == 1:
+                    # A bad answer to "load" from an honest child is a rare failure of the kit's own (a
+                    # correct master got one in 31 runs): a fresh child loads the file once more, and the
+                    # first answer goes to the instructor's diagnostics. A file that forges its load
+                    # reply forges it again, and gets the second answer's verdict.
+                    warnings.warn(f"{self.display}: {render(problem.args[0], 'en')}; loaded once more")
+                    continue
+                self.load_problem = problem
+                raise
+            except StudentProblem as problem:
+                self.load_problem = problem
+                self.pending_load = None
+                self._retire()
+                raise
+
+    def _load(self):
+        """Wait for the load request's two answers ("started", then the load's own)."""
+        if self.child is None:
+            self._spawn()
+        what, spawned, seconds = self.pending_load
+        self.pending_load = None
+        # the load's time limit counts from when the child began running the student's file:
+        # starting the child is the kit's work, bounded by the submission's budget only, so a
+        # busy machine never turns an honest load into a time-out
+        start_by = spawned + max(self.budget.left(), seconds)
+        started = protocol.checked_started(self.child.receive(what, start_by, seconds),
+                                           spawned, time.monotonic())
+        self.load_reply = protocol.checked_load_reply(self.child.receive(what, started + seconds, seconds))
 
     def _retire(self):
         if self.child is not None:
