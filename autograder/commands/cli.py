@@ -432,7 +432,7 @@ def grade_all(args):
     class_root(args.root)
     output_folder(args.results_dir, "--results-dir")
     for path, option in ((args.csv, "--csv"), (args.report, "--report")):
-        # the class view usually goes inside --results-dir (OUT/class.html), which grade-all makes
+        # the class view usually goes inside --results-dir (OUT/_class.html), which grade-all makes
         if path and Path(os.path.abspath(path)).parent != Path(os.path.abspath(args.results_dir)):
             output_file(path, option)
     only = None

@@ -201,7 +201,7 @@ def step_score(entry, stem):
 
 
 def compute(entries, assignment=None):
-    """The class's numbers for one assignment (what class.json holds, similarity aside): its steps,
+    """The class's numbers for one assignment (what _class.json holds, similarity aside): its steps,
     its maximum, its misconceptions (default: the assignment the entries were graded as)."""
     assignment = assignment or assignment_of_class(entries)
     step_list = contract.ASSIGNMENTS[assignment]
@@ -799,7 +799,7 @@ def _totals_histogram(data):
 
 
 def _sim_json(sim, codes):
-    """The pairs for class.json: matched line numbers instead of character offsets."""
+    """The pairs for _class.json: matched line numbers instead of character offsets."""
     pairs = []
     for p in sim["pairs"]:
         steps = {}
