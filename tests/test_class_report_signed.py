@@ -34,7 +34,10 @@ def store(out, key, student):
 @pytest.fixture
 def out(tmp_path):
     out = tmp_path / "out"
-    store(out, "alice", "alice")
+    alice = store(out, "alice", "alice") / "results.json"      # results.json is not signed: its name is not read
+    results = json.loads(alice.read_text())
+    results["extra_data"]["batch"]["student"] = "mallory"
+    alice.write_text(json.dumps(results))
     forged = store(out, "bob", "bob") / stored.NAME          # rewritten (a well-formed file), the mac kept
     data = json.loads(forged.read_text())
     data["student"], data["fingerprint"] = "bob (forged)", "cd" * 32
@@ -50,7 +53,7 @@ def out(tmp_path):
 
 def test_only_this_graders_results_are_entries(out):
     entries, skipped = class_view.load(out)
-    assert [e.key for e in entries] == ["alice"]
+    assert [(e.key, e.student) for e in entries] == [("alice", "alice")]
     assert sorted(key for key, _why in skipped) == ["bob", "carol", "dave"]
     assert all("not signed by this grader" in why for _key, why in skipped)
 

@@ -99,7 +99,8 @@ def load(out_dir, keys=None):
         results = graded.results()          # the same results, written now in this language
         extra = results["extra_data"]
         extra["batch"] = batch
-        entries.append(SimpleNamespace(key=key, student=str(batch.get("student", key)), results=results,
+        # the name the grader signed (results.json's copy of it is as forgeable as the rest of that file)
+        entries.append(SimpleNamespace(key=key, student=graded.student, results=results,
                                        extra=extra, report=graded.report, results_mtime=path.stat().st_mtime))
     entries.sort(key=lambda e: (e.student, e.key))
     return _once_each(entries), skipped
