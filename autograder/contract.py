@@ -19,7 +19,7 @@ from autograder.i18n import N_, translate
 KIT_ROOT = Path(__file__).resolve().parents[1]
 # An empty submission (no step file of any assignment) is graded as this one, every step missing.
 DEFAULT_ASSIGNMENT = "self_attention"
-ASSIGNMENT = DEFAULT_ASSIGNMENT      # the old name, for modules that still special-case it (see test_contract)
+ASSIGNMENT = DEFAULT_ASSIGNMENT      # the old name, kept for the tests (no module of the kit uses it: test_contract)
 
 
 @dataclass(frozen=True)
@@ -226,6 +226,20 @@ class Assignment:
     # stem without its number (01_masks -> masks.py), each with the audit's probes(rng, dtype, scale);
     # None: the first assignment's, in reference/variants.py and reference/equivalence.py
     variants: str = None
+    # what its derived files are named by: its name unless said (solutions/<name>/,
+    # notebooks_<name>.pot, docs/mutation_audit_<name>.json, `<name>` in the docs' markers); the
+    # first assignment's is "", its files keep the names they had when it was the only one
+    # (references at the top of solutions/, notebooks.pot, docs/mutation_audit.json, plain markers)
+    file_tag: str = None
+
+    @property
+    def tag(self):
+        """file_tag, or the name: "" for the first assignment, "modern_attention" for the second."""
+        return self.name if self.file_tag is None else self.file_tag
+
+    def tagged(self, plain, sep="_"):
+        """`plain` with the assignment's tag: "notebooks" -> "notebooks" (first), "notebooks_modern_attention"."""
+        return f"{plain}{sep}{self.tag}" if self.tag else plain
 
     @property
     def stub_folder(self):
@@ -305,7 +319,7 @@ def assignment_of_report(stems):
     return None
 
 
-register(Assignment(DEFAULT_ASSIGNMENT, STEPS))
+register(Assignment(DEFAULT_ASSIGNMENT, STEPS, file_tag=""))
 register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION, variants="autograder.reference.modern"))
 
 
@@ -339,15 +353,14 @@ def _item(item):
     return f"`{item.signature()}`: {shapes}; {item.meaning}"
 
 
-def readme_markers(assignment=ASSIGNMENT):
-    """(begin, end): the markers around an assignment's table in docs/contract.md (the first
-    assignment's are the plain ones)."""
-    if assignment == ASSIGNMENT:
-        return README_BEGIN, README_END
-    return f"<!-- contract:table {assignment} begin -->", f"<!-- contract:table {assignment} end -->"
+def readme_markers(assignment=DEFAULT_ASSIGNMENT):
+    """(begin, end): the markers around an assignment's table in docs/contract.md (tagged: the
+    first assignment's are the plain ones)."""
+    name = REGISTRY[assignment].tagged("contract:table", " ")
+    return f"<!-- {name} begin -->", f"<!-- {name} end -->"
 
 
-def readme_table(assignment=ASSIGNMENT):
+def readme_table(assignment=DEFAULT_ASSIGNMENT):
     """The contract of an assignment as docs/contract.md shows it, between its markers (a test checks
     that the page holds exactly this)."""
     begin, end = readme_markers(assignment)

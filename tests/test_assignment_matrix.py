@@ -148,6 +148,7 @@ def klass(graded, tmp_path_factory):
     out, course_out = tmp / "out", tmp / "course-out"
     run_cli("grade-all", str(root), "--results-dir", str(out), "--csv", str(tmp / "grades.csv"), "--jobs", "2",
             "--report", str(tmp / "class.html"))
+    (tmp / "zh").mkdir()            # class-report writes into a folder that exists, never makes one
     run_cli("class-report", str(out), "--lang", "zh", "--report", str(tmp / "zh" / "class.html"), "--jobs", "1")
     run_cli("grade-all", str(course), "--results-dir", str(course_out), "--jobs", "1")
     return {"tmp": tmp, "out": out, "course_out": course_out, "csv": tmp / "grades.csv"}

@@ -1,7 +1,7 @@
 """Issue 16: the class view. A generated class (tests/class_maker.py: correct code in many styles,
 mistakes the grader names, slow loops, a forbidden shortcut, stubs, two copied pairs disguised by
 renaming, reordering and recommenting, a link, a stray file, a name that is HTML and one in
-Chinese) is graded once with `grade-all --report`; the page and class.json must match the CSV
+Chinese) is graded once with `grade-all --report`; the page and _class.json must match the CSV
 gradebook and the results, show the planted mistakes where they were planted, flag exactly the
 copied pairs, link every student to their feedback page, escape every name and message, ask for
 nothing outside the page, and render in headless chromium in English and Chinese.
@@ -130,7 +130,7 @@ def test_class_json_counts_what_the_results_say(klass):
     assert counts == sorted(counts, reverse=True)
     # per check: failures among those who handed in code for its step
     from autograder import i18n
-    with i18n.language(data["language"]):     # its messages: in the language class.json was written in
+    with i18n.language(data["language"]):     # its messages: in the language _class.json was written in
         entries = {e.student: e for e in class_report.load(klass["out"])[0]}
     for c in data["checks"]:
         attempted = [n for n, r in res.items() if class_report.step_state(entries[n], c["step"]) == "attempted"]

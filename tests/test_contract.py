@@ -114,11 +114,10 @@ def test_master_and_stub_define_the_contract_and_name_their_step(folder, assignm
 
 
 # ------------------------------------------------------------------ one registry (issue 26)
-# Modules that still special-case the first assignment (its top-level solutions package, its plain
-# README markers and gettext domain, its audit record's name, the CLI's defaults), owned by other
-# work: each must still have such a use (the list only shrinks); nothing else may gain one.
-NOT_YET_CONVERTED = {"autograder/commands/release.py", "autograder/commands/audit.py",
-                     "autograder/commands/notebook_i18n.py", "autograder/commands/cli.py"}
+# Modules that must still name an assignment, with why: none (the first assignment's file names, its
+# top-level solutions package, notebooks.pot and docs/mutation_audit.json, are its `file_tag` in the
+# registry; defaults read contract.DEFAULT_ASSIGNMENT). The list only shrinks; nothing may join it.
+NOT_YET_CONVERTED = set()
 # An assignment's own content: its suites, references' variants, probes, mutants and catalogue.
 ASSIGNMENT_CONTENT = ("autograder/suites/", "autograder/reference/")
 FIRST_ONLY = {"ASSIGNMENT", "STEPS", "STEPS_OF_MODERN_ATTENTION"}
@@ -136,6 +135,10 @@ def assignment_specific_uses(source):
             uses += [(node.lineno, f"import {a.name}") for a in node.names if a.name in FIRST_ONLY]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in contract.REGISTRY:
             uses.append((node.lineno, repr(node.value)))
+        elif isinstance(node, ast.Compare) and any(
+                isinstance(x, ast.Attribute) and x.attr == "DEFAULT_ASSIGNMENT" for x in [node.left, *node.comparators]):
+            # the default assignment is a default, never a branch: `if a == DEFAULT_ASSIGNMENT` special-cases one
+            uses.append((node.lineno, "== contract.DEFAULT_ASSIGNMENT"))
     return uses
 
 

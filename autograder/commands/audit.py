@@ -68,9 +68,10 @@ class Outcome:
 
 
 def assignment_of(steps=None):
-    """The one assignment whose steps `steps` are (default: the first); ValueError when they are of two."""
+    """The one assignment whose steps `steps` are (default: the registry's default); ValueError when
+    they are of two."""
     if not steps:
-        return contract.ASSIGNMENT
+        return contract.DEFAULT_ASSIGNMENT
     found = {contract.ASSIGNMENT_OF[s] for s in steps}
     if len(found) > 1:
         raise ValueError(f"steps of two assignments ({', '.join(sorted(found))}): one audit is one assignment's")
@@ -205,7 +206,7 @@ def classify(mutant, results, equivalent):
 
 
 def run(steps=None, jobs=None, sample=None, seed=0, limits=None, progress=None):
-    """Audit the steps of one assignment (default: the first); returns (outcomes, timings)."""
+    """Audit the steps of one assignment (default: the registry's default); returns (outcomes, timings)."""
     return run_mutants(select(steps, sample, seed), jobs, limits, progress)
 
 
@@ -273,20 +274,20 @@ PAGE = KIT_ROOT / "docs" / "audit.md"      # the documentation site's audit page
 
 
 def record_path(assignment):
-    """docs/mutation_audit.json for the first assignment, docs/mutation_audit_<assignment>.json for another."""
-    suffix = "" if assignment == contract.ASSIGNMENT else f"_{assignment}"
-    return KIT_ROOT / "docs" / f"mutation_audit{suffix}.json"
+    """docs/mutation_audit.json for the first assignment, docs/mutation_audit_<assignment>.json for
+    another (named by its tag in the registry, contract.Assignment.tag)."""
+    return KIT_ROOT / "docs" / f"{contract.REGISTRY[assignment].tagged('mutation_audit')}.json"
 
 
 def readme_markers(assignment):
-    """The README comments around an assignment's table: `audit:mutation` for the first (as it always was),
-    `audit:mutation:<assignment>` for another."""
-    name = "audit:mutation" if assignment == contract.ASSIGNMENT else f"audit:mutation:{assignment}"
+    """The README comments around an assignment's table, by its tag: `audit:mutation` for the first (as
+    it always was), `audit:mutation:<assignment>` for another."""
+    name = contract.REGISTRY[assignment].tagged("audit:mutation", ":")
     return f"<!-- {name} begin -->", f"<!-- {name} end -->"
 
 
-RECORD = record_path(contract.ASSIGNMENT)
-README_BEGIN, README_END = readme_markers(contract.ASSIGNMENT)
+RECORD = record_path(contract.DEFAULT_ASSIGNMENT)
+README_BEGIN, README_END = readme_markers(contract.DEFAULT_ASSIGNMENT)
 
 
 def report_data(outcomes, timings):
@@ -311,7 +312,7 @@ def render(data):
     return "\n".join(lines)
 
 
-def readme_block(data, assignment=contract.ASSIGNMENT):
+def readme_block(data, assignment=contract.DEFAULT_ASSIGNMENT):
     begin, end = readme_markers(assignment)
     return f"{begin}\n{render(data)}\n{end}"
 
@@ -322,7 +323,7 @@ def readme_span(readme, assignment):
     return readme.index(begin), readme.index(end) + len(end)
 
 
-def record(outcomes, timings, jobs, assignment=contract.ASSIGNMENT):
+def record(outcomes, timings, jobs, assignment=contract.DEFAULT_ASSIGNMENT):
     """The assignment's record (record_path) and its table in docs/audit.md (between its markers), from this run."""
     import datetime
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=KIT_ROOT, capture_output=True,

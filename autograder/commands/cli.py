@@ -75,7 +75,7 @@ def main(argv=None):
                    help="regenerate into a temporary folder and fail if the committed copies differ")
     z = sub.add_parser("gradescope-zip", help="build the Gradescope autograder zip (setup.sh, run_autograder, the kit)")
     z.add_argument("out", help="the zip to write, e.g. attention-kit-gradescope.zip")
-    z.add_argument("--assignment", choices=tuple(contract.ASSIGNMENTS), default=contract.ASSIGNMENT,
+    z.add_argument("--assignment", choices=tuple(contract.ASSIGNMENTS), default=contract.DEFAULT_ASSIGNMENT,
                    help="the assignment it grades, one zip per Gradescope assignment (default %(default)s)")
     x = sub.add_parser("nbgrader-crosscheck",
                        help="regrade nbgrader's autograded submissions standalone; list notebooks whose scores differ")
@@ -432,7 +432,7 @@ def grade_all(args):
     class_root(args.root)
     output_folder(args.results_dir, "--results-dir")
     for path, option in ((args.csv, "--csv"), (args.report, "--report")):
-        # the class view usually goes inside --results-dir (OUT/class.html), which grade-all makes
+        # the class view usually goes inside --results-dir (OUT/_class.html), which grade-all makes
         if path and Path(os.path.abspath(path)).parent != Path(os.path.abspath(args.results_dir)):
             output_file(path, option)
     only = None

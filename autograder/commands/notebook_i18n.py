@@ -9,7 +9,7 @@ or `pybabel update` (babel reads and writes the files):
     autograder/locale/zh/LC_MESSAGES/notebooks.po    the Chinese translation (edited by hand)
 
 for the first assignment (self_attention); every other assignment has its own pair, named by
-`domain(assignment)` (notebooks_modern_attention.pot, ...), so that one assignment's catalogue
+`domain(assignment)` from its tag in the registry (notebooks_modern_attention.pot, ...), so that one assignment's catalogue
 can be complete while another's is still being written.
 
 The same text in two places is one message with two locations (`notebook#cell id`); the
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.commands.notebook_text import apply, code_shape, notebook_spans  # stdlib only: base layer
-from autograder.contract import ASSIGNMENT
+from autograder import contract
 
 
 class TranslationError(ValueError):
@@ -40,17 +40,17 @@ TEMPLATE = LOCALE_DIR / f"{DOMAIN}.pot"
 LANGUAGES = ("en", "zh")            # the languages a notebook can be released in
 
 
-def domain(assignment=ASSIGNMENT):
-    """The gettext domain of an assignment's notebooks: "notebooks" for the first one,
-    "notebooks_<assignment>" for the others."""
-    return DOMAIN if assignment == ASSIGNMENT else f"{DOMAIN}_{assignment}"
+def domain(assignment=contract.DEFAULT_ASSIGNMENT):
+    """The gettext domain of an assignment's notebooks, named by its tag (contract.Assignment.tag):
+    "notebooks" for the first one, "notebooks_<assignment>" for the others."""
+    return contract.REGISTRY[assignment].tagged(DOMAIN)
 
 
-def template_path(assignment=ASSIGNMENT):
+def template_path(assignment=contract.DEFAULT_ASSIGNMENT):
     return LOCALE_DIR / f"{domain(assignment)}.pot"
 
 
-def catalogue_path(lang, assignment=ASSIGNMENT):
+def catalogue_path(lang, assignment=contract.DEFAULT_ASSIGNMENT):
     return LOCALE_DIR / lang / "LC_MESSAGES" / f"{domain(assignment)}.po"
 
 
@@ -193,7 +193,7 @@ KIND_NOTES = {
 _FIXED_DATE = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)   # no churn in the template
 
 
-def template(entries, assignment=ASSIGNMENT):
+def template(entries, assignment=contract.DEFAULT_ASSIGNMENT):
     """A babel Catalog (the .pot) of `entries`, the messages of `assignment`'s notebooks."""
     from babel.messages.catalog import Catalog
     cat = Catalog(project="attention-kit notebooks", version="1", creation_date=_FIXED_DATE,
@@ -228,12 +228,12 @@ def read_catalogue(path):
 _loaded = {}
 
 
-def translations(lang, assignment=ASSIGNMENT):
+def translations(lang, assignment=contract.DEFAULT_ASSIGNMENT):
     """{(context, msgid): translation} of `lang`'s catalogue of `assignment`, fuzzy and empty
     entries left out ({} when there is no catalogue)."""
     if lang == "en":
         return {}
-    key = lang if assignment == ASSIGNMENT else (lang, assignment)     # the first assignment's: by language
+    key = lang if domain(assignment) == DOMAIN else (lang, assignment)     # the first assignment's: by language
     if key not in _loaded:
         path = catalogue_path(lang, assignment)
         cat = read_catalogue(path) if path.exists() else []
@@ -241,7 +241,7 @@ def translations(lang, assignment=ASSIGNMENT):
     return _loaded[key]
 
 
-def has_translations(lang, assignment=ASSIGNMENT):
+def has_translations(lang, assignment=contract.DEFAULT_ASSIGNMENT):
     """Whether `assignment`'s notebooks can be released in `lang`: English always; another
     language once its catalogue has a translated entry of the notebooks' own text (the release's
     and glossary's messages alone do not make a translation)."""
@@ -250,13 +250,13 @@ def has_translations(lang, assignment=ASSIGNMENT):
                                for context, msgid in translations(lang, assignment))
 
 
-def gettext(lang, msgid, context=None, assignment=ASSIGNMENT):
+def gettext(lang, msgid, context=None, assignment=contract.DEFAULT_ASSIGNMENT):
     """The translation of one message, or the English when there is none."""
     return translations(lang, assignment).get((context, msgid), msgid)
 
 
 # ------------------------------------------------------------------ translating a notebook
-def translate_source(cell, spans, lang, assignment=ASSIGNMENT):
+def translate_source(cell, spans, lang, assignment=contract.DEFAULT_ASSIGNMENT):
     """The cell's source in `lang`, given its spans; raises TranslationError if a code cell's
     code would change."""
     table = translations(lang, assignment)
@@ -277,7 +277,7 @@ def _same_code(translated, original):
         return False
 
 
-def translate_notebook(nb, lang, assignment=ASSIGNMENT):
+def translate_notebook(nb, lang, assignment=contract.DEFAULT_ASSIGNMENT):
     """A copy of `nb` (a notebook of `assignment`) in `lang`: every cell's text translated (ids
     and metadata unchanged), and a glossary cell first. English gives an unchanged copy."""
     nb = copy.deepcopy(nb)
@@ -290,7 +290,7 @@ def translate_notebook(nb, lang, assignment=ASSIGNMENT):
     return nb
 
 
-def missing(entries, lang, assignment=ASSIGNMENT):
+def missing(entries, lang, assignment=contract.DEFAULT_ASSIGNMENT):
     """The entries of `entries` without a (non-fuzzy) translation in `lang`."""
     table = translations(lang, assignment)
     return [e for e in entries if (e.context, e.msgid) not in table]

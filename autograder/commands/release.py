@@ -1,7 +1,7 @@
 """Releasing the assignments: source/ is the master, everything here is derived from it.
 
 `python -m autograder build` regenerates, from source/<assignment>/*.ipynb for every assignment
-of contract.ASSIGNMENTS (self_attention, modern_attention):
+of the registry whose masters are the kit's (`kit_assignments`: self_attention, modern_attention):
   - the references: the imports cell and the solution cells, markers removed (the oracle of
     every hidden check): solutions/stepNN_<name>.py for self_attention, and
     solutions/<assignment>/stepNN_<name>.py (a package) for the others,
@@ -31,8 +31,15 @@ from autograder.submitted_files import SKIPPED_FOLDERS
 from autograder.commands import notebook_i18n
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "source" / contract.ASSIGNMENT          # the first assignment's masters
+SOURCE = ROOT / "source" / contract.DEFAULT_ASSIGNMENT          # the default assignment's masters
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def kit_assignments():
+    """{name: steps} of the registered assignments whose masters are the kit's (source/<name>/): one
+    registered from a folder of its own (contract.Assignment.home, e.g. tests/third_assignment/)
+    brings its released stubs with it and is not built here."""
+    return {name: a.steps for name, a in contract.REGISTRY.items() if a.home is None}
 
 
 class ReleaseError(RuntimeError):
@@ -40,7 +47,7 @@ class ReleaseError(RuntimeError):
     without its notebook."""
 
 
-def source_folder(assignment=contract.ASSIGNMENT):
+def source_folder(assignment=contract.DEFAULT_ASSIGNMENT):
     return ROOT / "source" / assignment
 
 
@@ -49,9 +56,9 @@ def check_sources():
     exactly its steps' notebooks (nbgrader would release any notebook it finds there)."""
     problems = []
     for folder in sorted(p for p in (ROOT / "source").iterdir() if p.is_dir() and not p.name.startswith(".")):
-        if folder.name not in contract.ASSIGNMENTS:
+        if folder.name not in kit_assignments():
             problems.append(f"source/{folder.name}/ is not an assignment of autograder/contract.py (ASSIGNMENTS)")
-    for assignment, steps in contract.ASSIGNMENTS.items():
+    for assignment, steps in kit_assignments().items():
         found = {p.stem for p in source_folder(assignment).glob("*.ipynb")}
         stems = {step.stem for step in steps}
         problems += [f"source/{assignment}/{stem}.ipynb is not a step of autograder/contract.py: add its Step"
@@ -71,7 +78,7 @@ def is_solution_cell(cell):
     return cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution", False)
 
 
-def solution_module(nb_path, assignment=contract.ASSIGNMENT):
+def solution_module(nb_path, assignment=contract.DEFAULT_ASSIGNMENT):
     """The reference module's text: imports cell + solution cells, solution markers dropped."""
     nb = nbformat.read(str(nb_path), as_version=4)
     blocks = []
@@ -90,9 +97,10 @@ def solution_filename(stem):
 
 
 def solutions_subfolder(assignment):
-    """Where an assignment's references go inside solutions/: the first assignment's at the top
-    (solutions.step04_softmax), the others in a package of their name (solutions.modern_attention)."""
-    return "" if assignment == contract.ASSIGNMENT else assignment
+    """Where an assignment's references go inside solutions/, by its tag in the registry: the first
+    assignment's at the top (solutions.step04_softmax), the others in a package of their name
+    (solutions.modern_attention)."""
+    return contract.REGISTRY[assignment].tag
 
 
 def reference_module_name(assignment, stem):
@@ -103,7 +111,7 @@ def reference_module_name(assignment, stem):
 
 
 def write_solutions(out_dir):
-    for assignment, steps in contract.ASSIGNMENTS.items():
+    for assignment, steps in kit_assignments().items():
         folder = out_dir / solutions_subfolder(assignment)
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "__init__.py").write_text(
@@ -133,10 +141,10 @@ def generate_assignment(release_dirs, assignments=None):
     """Run nbgrader's generate_assignment with the kit's config, for each {lang: release folder}
     of `release_dirs`, in that language (the course's setting c.AttentionKit.language,
     overridden on the command line), releasing the assignments of `assignments[lang]` (all of
-    contract.ASSIGNMENTS by default). One run releases all of a language's assignments (nbgrader
+    kit_assignments() by default). One run releases all of a language's assignments (nbgrader
     takes the assignment as a glob: "*" is every folder of source/, which check_sources holds to
     the contract); the runs go side by side: each is mostly nbgrader's start."""
-    everything = sorted(contract.ASSIGNMENTS)
+    everything = sorted(kit_assignments())
     with tempfile.TemporaryDirectory() as tmp:
         # nbgrader runs `alembic` for its database: the venv's bin/ must be on PATH
         env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -157,17 +165,17 @@ def generate_assignment(release_dirs, assignments=None):
             raise subprocess.CalledProcessError(1, f"nbgrader generate_assignment ({', '.join(failed)})")
 
 
-def master_notebooks(assignment=contract.ASSIGNMENT):
+def master_notebooks(assignment=contract.DEFAULT_ASSIGNMENT):
     return [source_folder(assignment) / f"{step.stem}.ipynb" for step in contract.ASSIGNMENTS[assignment]]
 
 
-def write_template(path, assignment=contract.ASSIGNMENT):
+def write_template(path, assignment=contract.DEFAULT_ASSIGNMENT):
     """The gettext template (.pot) of every message in the assignment's masters."""
     entries = notebook_i18n.extract(master_notebooks(assignment), ROOT)
     notebook_i18n.write_catalogue(notebook_i18n.template(entries, assignment), path)
 
 
-def template_file(assignment=contract.ASSIGNMENT):
+def template_file(assignment=contract.DEFAULT_ASSIGNMENT):
     """An assignment's template, relative to the repo: autograder/locale/notebooks*.pot."""
     return notebook_i18n.template_path(assignment).relative_to(ROOT).as_posix()
 
@@ -185,15 +193,15 @@ def build(out_root=ROOT, say=None):
     out_root = Path(out_root)
     say("writing solutions/ (the references)")
     write_solutions(out_root / "solutions")
-    for assignment in contract.ASSIGNMENTS:
+    for assignment in kit_assignments():
         say(f"writing the notebooks' template of {assignment}")
         write_template(out_root / template_file(assignment), assignment)
     releases = {lang: out_root / release_folder(lang) for lang in notebook_i18n.LANGUAGES}
     for release in releases.values():
-        for assignment in contract.ASSIGNMENTS:     # a language an assignment lost leaves nothing behind
+        for assignment in kit_assignments():     # a language an assignment lost leaves nothing behind
             if (release / assignment).exists():
                 shutil.rmtree(release / assignment)
-    wanted = {lang: [a for a in contract.ASSIGNMENTS if lang in release_languages(a)] for lang in releases}
+    wanted = {lang: [a for a in kit_assignments() if lang in release_languages(a)] for lang in releases}
     say("releasing the stubs with nbgrader generate_assignment ("
         + ", ".join(lang for lang in releases if wanted[lang]) + "), the longest stage")
     generate_assignment({lang: releases[lang] for lang in releases if wanted[lang]}, wanted)
@@ -201,15 +209,15 @@ def build(out_root=ROOT, say=None):
 
 def generated_paths():
     """What `build` writes, relative to the repo: folders and files."""
-    return (["solutions"] + [f"{release_folder(lang)}/{assignment}" for assignment in contract.ASSIGNMENTS
+    return (["solutions"] + [f"{release_folder(lang)}/{assignment}" for assignment in kit_assignments()
                              for lang in release_languages(assignment)]
-            + [template_file(assignment) for assignment in contract.ASSIGNMENTS])
+            + [template_file(assignment) for assignment in kit_assignments()])
 
 
 def unreleased_paths():
     """Release folders `build` must not leave behind: an assignment in a language it is not
     released in (yet)."""
-    return [f"{release_folder(lang)}/{assignment}" for assignment in contract.ASSIGNMENTS
+    return [f"{release_folder(lang)}/{assignment}" for assignment in kit_assignments()
             for lang in notebook_i18n.LANGUAGES if lang not in release_languages(assignment)]
 
 
@@ -295,7 +303,7 @@ class TranslateNotebook(NbGraderPreprocessor):
 
 def notebook_assignment(resources):
     """The assignment nbgrader is releasing the notebook of (its catalogue translates it)."""
-    return (resources.get("nbgrader") or {}).get("assignment") or contract.ASSIGNMENT
+    return (resources.get("nbgrader") or {}).get("assignment") or contract.DEFAULT_ASSIGNMENT
 
 
 class StepStubs(ClearSolutions):
@@ -309,7 +317,7 @@ class StepStubs(ClearSolutions):
         return super().preprocess(nb, resources)
 
     def _stub(self, indent, fn):
-        lang, assignment = getattr(self, "language", "en"), getattr(self, "assignment", contract.ASSIGNMENT)
+        lang, assignment = getattr(self, "language", "en"), getattr(self, "assignment", contract.DEFAULT_ASSIGNMENT)
         comment = notebook_i18n.gettext(lang, "YOUR CODE HERE", assignment=assignment)
         message = notebook_i18n.gettext(lang, "Step {step}: implement {name}", assignment=assignment).format(
             step=self.step_number, name=fn or "this")

@@ -22,8 +22,11 @@ page and one numbers file each (`_class.<assignment>.json`), every one with that
 steps, maxima, misconceptions and similarity; OUT/_class.json then lists them.
 
 Every text is written in the chosen language from graded.json (reports/stored.py: the results as
-data, messages unrendered), whatever language grade-all wrote results.json in; results from a
-grader before graded.json existed are read from results.json as written.
+data, messages unrendered), whatever language grade-all wrote results.json in. Only a graded.json
+this grader signed counts (`Stored.authentic`, as grade-all's resume): a folder whose graded.json
+is missing, changed, or another grader's (a student child that could write OUT, a hand edit, an
+older grader's results) is not shown as graded, and the command says so; its results.json alone,
+which anyone who can write OUT can forge, is never read as a grade.
 
 Everything from a results file or a student's code is untrusted text: html.escape everywhere,
 names only in text nodes and escaped attributes, links through the safe results-folder names,
@@ -38,6 +41,7 @@ import json
 import math
 import os
 import re
+import sys
 import time
 import warnings
 from collections import Counter
@@ -45,7 +49,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import quote
 
-from autograder import __version__, atomic, contract, i18n
+from autograder import __version__, atomic, contract, i18n, safe_text
 from autograder.reference import misconceptions
 from autograder.reports import similarity, stored
 from autograder.i18n import _, join, translate
@@ -58,6 +62,10 @@ MAX_RESULTS_BYTES = 16 << 20    # a results.json larger than this is not read
 
 
 # ------------------------------------------------------------------ reading OUT
+NOT_THIS_GRADERS = _("its graded.json is missing, changed or not signed by this grader (stored.py): not shown "
+                     "as graded; run grade-all again on this folder to grade the submission")
+
+
 def load(out_dir, keys=None):
     """([entry], [(folder, why)] skipped): one entry per OUT/<folder>/results.json (only the
     folders in `keys` when given), sorted by student name. An entry: key, student, results."""
@@ -85,13 +93,15 @@ def load(out_dir, keys=None):
         extra = results.get("extra_data") if isinstance(results.get("extra_data"), dict) else {}
         batch = extra.get("batch") if isinstance(extra.get("batch"), dict) else {}
         graded = stored.read(out_dir / key)
-        if graded is not None:          # the same results, written now in this language
-            results = graded.results()
-            extra = results["extra_data"]
-            extra["batch"] = batch
-        entries.append(SimpleNamespace(key=key, student=str(batch.get("student", key)), results=results,
-                                       extra=extra, report=None if graded is None else graded.report,
-                                       results_mtime=path.stat().st_mtime))
+        if graded is None or not graded.authentic:
+            skipped.append((key, i18n.render(NOT_THIS_GRADERS)))
+            continue
+        results = graded.results()          # the same results, written now in this language
+        extra = results["extra_data"]
+        extra["batch"] = batch
+        # the name the grader signed (results.json's copy of it is as forgeable as the rest of that file)
+        entries.append(SimpleNamespace(key=key, student=graded.student, results=results,
+                                       extra=extra, report=graded.report, results_mtime=path.stat().st_mtime))
     entries.sort(key=lambda e: (e.student, e.key))
     return _once_each(entries), skipped
 
@@ -192,7 +202,7 @@ def step_score(entry, stem):
 
 
 def compute(entries, assignment=None):
-    """The class's numbers for one assignment (what class.json holds, similarity aside): its steps,
+    """The class's numbers for one assignment (what _class.json holds, similarity aside): its steps,
     its maximum, its misconceptions (default: the assignment the entries were graded as)."""
     assignment = assignment or assignment_of_class(entries)
     step_list = contract.ASSIGNMENTS[assignment]
@@ -738,6 +748,9 @@ def build(out_dir, report=None, keys=None, lang=None, with_similarity=True, jobs
         timings = {}
         start = time.perf_counter()
         entries, skipped = load(out_dir, keys)
+        for key, why in skipped:      # said, not only listed in the numbers' "unreadable"
+            print(i18n.render(_("{folder}: not in the class view: {why}", folder=safe_text.for_terminal(
+                key, newlines=False), why=why)), file=sys.stderr)
         groups = by_assignment(entries)
         timings["numbers"] = time.perf_counter() - start
         pages = {}
@@ -787,7 +800,7 @@ def _totals_histogram(data):
 
 
 def _sim_json(sim, codes):
-    """The pairs for class.json: matched line numbers instead of character offsets."""
+    """The pairs for _class.json: matched line numbers instead of character offsets."""
     pairs = []
     for p in sim["pairs"]:
         steps = {}
