@@ -28,7 +28,9 @@ def kit(*args, tmp_path, timeout=120, **kw):
 def one_error_line(code, out, err, *words, exit_code=2):
     """The refusal: the exit code, one `error:` line holding `words`, no traceback, nothing else."""
     assert code == exit_code, (code, out, err)
-    lines = err.strip().splitlines()
+    # a test that must let the student's code write outside its wall (--isolation none-unsafe) is
+    # told so on the first line, as every unwalled run is: that line is not the refusal's
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("attention-kit: WARNING: grading WITHOUT a wall")]
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert "Traceback" not in out + err
     for w in words:
