@@ -364,7 +364,7 @@ def _band(got, tol):
     return rtol * 10, atol * 10
 
 
-def _diagnose(got, variants, tol, consistent=True):
+def _diagnose(got, variants, tol, consistent=True, key=None):
     """Ids of the variants (mistakes applied to the reference) that the student's output matches,
     on this input and (`consistent`) on most inputs of the step where the student's values were
     compared with the same variant (Evidence): one coincidence names nothing."""
@@ -379,8 +379,8 @@ def _diagnose(got, variants, tol, consistent=True):
             found.append(mid)
     if not consistent:
         return found
-    evidence().record((got.array,), values, band)
-    return evidence().consistent(found)
+    evidence().record((got.array,), values, band, key)
+    return evidence().consistent(found, key)
 
 
 def computed(variants):
@@ -405,33 +405,45 @@ class Evidence:
     evidence."""
 
     def __init__(self):
-        self.entries = []          # (the student's arrays, {id: the variant's arrays}, band)
+        self.entries = []          # (the student's arrays, {id: the variant's arrays}, band, key)
 
-    def record(self, got, variants, band):
+    def record(self, got, variants, band, key=None):
+        """`key`: what was compared (the student's function, see evidence_key): a mistake may live in
+        one function of a step and not in another (self_attention transposing its weights while
+        weighted_sum is right), so one function's right answers are no evidence about another's."""
         if variants:
-            self.entries.append((tuple(got), dict(variants), band))
+            self.entries.append((tuple(got), dict(variants), band, key))
 
     @staticmethod
     def _matches(entry, mid):
         """True or False: the variant matched the student's values on this entry's input; None: no evidence."""
-        got, variants, band = entry
+        got, variants, band, _key = entry
         value = variants.get(mid)
         if value is None or len(value) != len(got) or any(np.shape(v) != np.shape(g) for v, g in zip(value, got)):
             return None
         return all(compare(g, v, *band).ok for g, v in zip(got, value))
 
-    def consistent(self, ids):
+    def consistent(self, ids, key=None):
         """The ids among `ids` (matched on the input at hand, itself recorded) whose variant matched on
-        a strict majority of the recorded inputs where it applied."""
+        a strict majority of the recorded inputs of the same `key` where it applied."""
         named = []
+        entries = [e for e in self.entries if e[3] == key]
         for mid in ids:
-            verdicts = [v for v in (self._matches(entry, mid) for entry in self.entries) if v is not None]
+            verdicts = [v for v in (self._matches(entry, mid) for entry in entries) if v is not None]
             if not verdicts or 2 * sum(verdicts) > len(verdicts):
                 named.append(mid)
         return named
 
 
 EVIDENCE = contextvars.ContextVar("evidence", default=None)   # set per check by suites/conftest.py
+
+
+def evidence_key(what):
+    """What a comparison is of, for Evidence: the checked label up to its arguments ("scale_scores"
+    for "scale_scores(scores, d_k=16)", "out from self_attention(X, W_Q, W_K, W_V)" kept whole up to
+    its call): the inputs vary, the function compared does not."""
+    text = what if isinstance(what, str) else str(i18n.render(what, "en"))
+    return text.split("(", 1)[0].strip()
 
 
 def evidence():
@@ -458,10 +470,11 @@ def expect_close(got, expected, what, dtype, level="op", variants=None):
                             what=what, got=got.dtype, dtype=dtype))
     rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
     cmp = compare(got.array, expected, rtol, atol)
+    key = evidence_key(what)
     if cmp.ok:         # right: evidence against each mistake computed here that differs from the reference
-        evidence().record((got.array,), computed(variants or {}), _band(got, (rtol, atol)))
+        evidence().record((got.array,), computed(variants or {}), _band(got, (rtol, atol)), key)
         return
-    found = _diagnose(got, variants or {}, (rtol, atol))
+    found = _diagnose(got, variants or {}, (rtol, atol), key=key)
     if cmp.bad_nonfinite:
         msg = _("{what}: {bad} of {n} values are NaN or infinite where the expected "
                 "values are finite (first at index {index}).",
