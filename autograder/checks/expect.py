@@ -383,6 +383,26 @@ def _diagnose(got, variants, tol, consistent=True):
     return evidence().consistent(found)
 
 
+def named_on_evidence(got, candidates, band):
+    """The ids of `candidates` ({id: a tuple of arrays, or a list of such tuples: one mistake made
+    several ways}) that the student's arrays `got` (a tuple) match here, within `band` (rtol, atol),
+    and on a majority of the step's inputs where they were compared (Evidence). The one door for a
+    suite that names a mistake from values outside expect_close and expect_attention: this input is
+    recorded, and one coincidence names nothing."""
+    got = tuple(np.asarray(g) for g in got)
+    chosen, found = {}, []
+    for mid, ways in candidates.items():
+        ways = [w for w in (ways if isinstance(ways, list) else [ways]) if w is not None]
+        fits = [w for w in ways if len(w) == len(got)
+                and all(np.shape(v) == np.shape(g) and compare(g, v, *band).ok for g, v in zip(got, w))]
+        if fits:
+            found.append(mid)
+        if fits or ways:
+            chosen[mid] = tuple(fits[0] if fits else ways[0])
+    evidence().record(got, chosen, band)
+    return evidence().consistent(found)
+
+
 def computed(variants):
     """{id: (arrays,)} of the variants already computed: a function is not called for evidence (it is
     called when the values are wrong, with the check's own inputs at hand; later, the names it
