@@ -96,3 +96,29 @@ def test_matching_records_its_own_input(step_evidence):
         attention.matching(Got(RIGHT[i]), Got(RIGHT[i]), {"scale-missing": (WRONG[i], WRONG[i])}, "float64")
     assert attention.matching(Got(WRONG[2]), Got(WRONG[2]), {"scale-missing": (WRONG[2], WRONG[2])}, "float64") == []
     assert len(expect.evidence().entries) == 3
+
+
+class _Got:
+    """What a suite holds of a returned array: its values, shape and dtype."""
+
+    def __init__(self, array):
+        self.array, self.shape, self.dtype = array, array.shape, str(array.dtype)
+
+
+def test_a_shape_that_fits_a_mistake_is_named_on_evidence_too(step_evidence):
+    """expect_shape named a mistake whose shape and values fit, on that input alone (K Q^T is (T_k, T_q)):
+    it goes through Evidence like the values do."""
+    square = [RNG.standard_normal((3, 3)) for _ in range(2)]
+    for s in square:                      # right on two square inputs, where K Q^T differs
+        expect.expect_close(_Got(s), s, "scores", "float64", variants={"scores-transposed": s.T + 1.0})
+    wrong = RNG.standard_normal((3, 2))
+    with pytest.raises(expect.CheckFailed) as failure:
+        expect.expect_shape(_Got(wrong), (2, 3), "scores", variants={"scores-transposed": wrong})
+    assert failure.value.misconceptions == []
+    told = expect.EVIDENCE.set(expect.Evidence())            # with nothing against it: named
+    try:
+        with pytest.raises(expect.CheckFailed) as failure:
+            expect.expect_shape(_Got(wrong), (2, 3), "scores", variants={"scores-transposed": wrong})
+        assert failure.value.misconceptions == ["scores-transposed"]
+    finally:
+        expect.EVIDENCE.reset(told)

@@ -265,7 +265,7 @@ def expect_shape(got, shape, what, variants=None):
     if got.shape == shape:
         return
     msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
-    found = _diagnose(got, variants or {}, None, consistent=False)
+    found = _diagnose(got, variants or {}, None)       # a shape that fits a mistake: on evidence too
     if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
         msg += _(" The last two axes look swapped.")
     fail(msg, found)
@@ -364,9 +364,9 @@ def _band(got, tol):
     return rtol * 10, atol * 10
 
 
-def _diagnose(got, variants, tol, consistent=True):
+def _diagnose(got, variants, tol):
     """Ids of the variants (mistakes applied to the reference) that the student's output matches,
-    on this input and (`consistent`) on most inputs of the step where the student's values were
+    on this input and on most inputs of the step where the student's values were
     compared with the same variant (Evidence): one coincidence names nothing."""
     band = _band(got, tol)
     found, values = [], {}
@@ -377,8 +377,6 @@ def _diagnose(got, variants, tol, consistent=True):
         values[mid] = (expected,)
         if compare(got.array, expected, *band).ok:
             found.append(mid)
-    if not consistent:
-        return found
     evidence().record((got.array,), values, band)
     return evidence().consistent(found)
 
