@@ -210,8 +210,10 @@ CATALOGUE = {m.id: m for m in (
     Misconception(
         "mask-ignored", ("01_masks", "02_cross_attention"),
         N_("your result is the one without any mask: the mask was never applied."),
-        N_("masked_fill returns a new tensor and leaves its input as it was: scores.masked_fill(...) on a line of its "
-           "own is lost (masked_fill_, with the underscore, works in place)."),
+        N_("Two ways to lose it: masked_fill returns a new tensor and leaves its input as it was, so "
+           "scores.masked_fill(...) on a line of its own is lost (masked_fill_, with the underscore, "
+           "works in place); or the mask argument never reaches the scores (a default used instead, "
+           "or a name that holds another mask)."),
         N_("apply the mask given to the scores and keep the result: scores = "
            "scores.masked_fill(~mask, float('-inf')) (masked_fill returns a new tensor), with the "
            "mask argument you were given, not a default.")),
