@@ -30,10 +30,10 @@ def test_every_operator_makes_mutants_where_it_applies():
     assert ("slice-off-by-one", "a[i:j]: upper bound - 1") in _changes("def f(a, i, j):\n    return a[i:j]\n")
 
 
-def test_the_domain_operators_attack_the_arguments_and_leave_the_recorded_mutants_alone():
-    """argument-ignored and offset-drop (issue 28): an argument the contract says must be honoured,
-    replaced by its default; positions renumbered from 0. Apart from OPERATORS, so today's recorded
-    audit keeps its mutants and their numbers."""
+def test_the_domain_operators_attack_the_arguments_and_are_part_of_the_audit():
+    """argument-ignored, offset-drop and empty-row-unmasked (issue 28): an argument the contract says
+    must be honoured, replaced by its default; positions renumbered from 0; a mask that leaves the rows
+    with no allowed key unmasked. Part of OPERATORS: the recorded audit runs them."""
     domain = {(m.function, m.change) for stem in ("04_rope", "06_flash_attention", "01_masks")
               for m in mutants.mutants(stem, mutants.DOMAIN_OPERATORS)}
     assert ("tiled_attention", "block_size ignored: always 64") in domain
@@ -43,7 +43,14 @@ def test_the_domain_operators_attack_the_arguments_and_leave_the_recorded_mutant
     flash = [m for m in mutants.mutants("06_flash_attention", mutants.DOMAIN_OPERATORS)
              if m.change == "block_size ignored: always 64"][0]
     assert "block_size = 64" in flash.source and flash.source.count("def tiled_attention") == 1
-    assert not set(mutants.DOMAIN_OPERATORS) & {m.operator for m in mutants.mutants("06_flash_attention")}
+    assert set(mutants.DOMAIN_OPERATORS) <= set(mutants.OPERATORS)
+    assert {"argument-ignored", "empty-row-unmasked"} <= {m.operator for m in mutants.mutants("06_flash_attention")}
+    assert ("masked_attention", "blocked: rows with no allowed key left unmasked") in domain
+    empty = [m for m in mutants.mutants("01_masks", ("empty-row-unmasked",))][0]
+    # after the assignment, so the later masked_fill(blocked, 0.0) cannot hide it
+    assert "blocked = blocked & ~blocked.all(dim=-1, keepdim=True)" in empty.source
+    kv = {m.change for m in mutants.mutants("05_kv_cache", ("empty-row-unmasked",))}
+    assert kv == {"key_pos > query_pos: rows with no allowed key left unmasked"}     # inline, in the call
 
 
 def test_the_operators_write_the_mistakes_students_make():

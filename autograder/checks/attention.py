@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autograder.checks.expect import (CheckFailed, compare, evidence, expect_array, expect_close, expect_finite,
-                                      expect_pair, expect_shape, expect_unchanged, fail, note,
+                                      expect_pair, expect_shape, expect_unchanged, fail, named_on_evidence, note,
                                       show_example, _framework)
 from autograder.checks.student import Student
 from autograder.checks.tolerances import large_scores_tolerance, tolerance
@@ -135,9 +135,9 @@ def matching(out, weights, mistakes, dtype):
     the student's `out` and `weights` (Returned) match, in the band expect_attention names them in."""
     mistakes = mistakes() if callable(mistakes) else mistakes
     rtol, atol = tolerance(dtype, "composed")
-    return evidence().consistent([mid for mid, (v_out, v_w) in (mistakes or {}).items()
-                                  if compare(out.array, v_out, 10 * rtol, 10 * atol).ok
-                                  and compare(weights.array, v_w, 10 * rtol, 10 * atol).ok])
+    # this input recorded too: a match here alone, against the step's other inputs, names nothing
+    return named_on_evidence((out.array, weights.array), {m: tuple(v) for m, v in (mistakes or {}).items()},
+                             (10 * rtol, 10 * atol))
 
 
 # ------------------------------------------------------------------ rows summing to one
@@ -148,19 +148,24 @@ def worst_row(p, target=1.0):
     return tuple(int(i) for i in worst), sums[worst]
 
 
-def sums_to_one_along(p, axis, atol=1e-8):
-    """Do the values of `p` sum to 1 along `axis` (what a softmax over that axis gives)?"""
-    return np.allclose(np.sum(p, axis=axis), 1, atol=atol)
+def named_if_matches(mid, got, variant, dtype="float64", level="composed"):
+    """[mid] when the student's arrays `got` (a tuple) match `variant` (the mistake's arrays on the same
+    input, or a list of such tuples) within the band a mistake is named in, here and on most of the
+    step's inputs compared with it (Evidence); else []."""
+    rtol, atol = level if isinstance(level, tuple) else tolerance(dtype, level)
+    return named_on_evidence(tuple(got), {mid: variant}, (10 * rtol, 10 * atol))
 
 
 def wrong_axis_found(p, wrong_axis, dtype):
     """["softmax-wrong-axis"] when `p` matches `wrong_axis`, the weights of the softmax over the
-    wrong axis applied to the reference (an array, or a function returning it), else []."""
+    wrong axis applied to the reference (an array, a list of them: each other axis, or a function
+    returning either), here and on most of the step's inputs compared with it (Evidence), else []."""
     wrong_axis = wrong_axis() if callable(wrong_axis) else wrong_axis
     if wrong_axis is None:
         return []
     rtol, atol = tolerance("float64" if dtype == "float64" else "float32", "composed")
-    return ["softmax-wrong-axis"] if compare(p, wrong_axis, 10 * rtol, 10 * atol).ok else []
+    ways = [(w,) for w in wrong_axis] if isinstance(wrong_axis, list) else (wrong_axis,)
+    return named_on_evidence((p,), {"softmax-wrong-axis": ways}, (10 * rtol, 10 * atol))
 
 
 def expect_rows_sum_to_one(weights, what, wrong_axis=None, mask=None, index_words="index"):

@@ -265,7 +265,7 @@ def expect_shape(got, shape, what, variants=None):
     if got.shape == shape:
         return
     msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
-    found = _diagnose(got, variants or {}, None, consistent=False)
+    found = _diagnose(got, variants or {}, None, key=evidence_key(what))     # a shape that fits a mistake: on evidence too
     if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
         msg += _(" The last two axes look swapped.")
     fail(msg, found)
@@ -364,9 +364,9 @@ def _band(got, tol):
     return rtol * 10, atol * 10
 
 
-def _diagnose(got, variants, tol, consistent=True, key=None):
+def _diagnose(got, variants, tol, key=None):
     """Ids of the variants (mistakes applied to the reference) that the student's output matches,
-    on this input and (`consistent`) on most inputs of the step where the student's values were
+    on this input and on most inputs of the step where the student's values were
     compared with the same variant (Evidence): one coincidence names nothing."""
     band = _band(got, tol)
     found, values = [], {}
@@ -377,10 +377,28 @@ def _diagnose(got, variants, tol, consistent=True, key=None):
         values[mid] = (expected,)
         if compare(got.array, expected, *band).ok:
             found.append(mid)
-    if not consistent:
-        return found
     evidence().record((got.array,), values, band, key)
     return evidence().consistent(found, key)
+
+
+def named_on_evidence(got, candidates, band):
+    """The ids of `candidates` ({id: a tuple of arrays, or a list of such tuples: one mistake made
+    several ways}) that the student's arrays `got` (a tuple) match here, within `band` (rtol, atol),
+    and on a majority of the step's inputs where they were compared (Evidence). The one door for a
+    suite that names a mistake from values outside expect_close and expect_attention: this input is
+    recorded, and one coincidence names nothing."""
+    got = tuple(np.asarray(g) for g in got)
+    chosen, found = {}, []
+    for mid, ways in candidates.items():
+        ways = [w for w in (ways if isinstance(ways, list) else [ways]) if w is not None]
+        fits = [w for w in ways if len(w) == len(got)
+                and all(np.shape(v) == np.shape(g) and compare(g, v, *band).ok for g, v in zip(got, w))]
+        if fits:
+            found.append(mid)
+        if fits or ways:
+            chosen[mid] = tuple(fits[0] if fits else ways[0])
+    evidence().record(got, chosen, band)
+    return evidence().consistent(found)
 
 
 def computed(variants):

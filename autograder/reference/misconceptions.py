@@ -58,7 +58,8 @@ CATALOGUE = {m.id: m for m in (
         N_("you multiplied the scores by sqrt(d_k) instead of dividing by it."),
         N_("Dividing by d_k ** -0.5 is the same as multiplying by sqrt(d_k); it makes the scores grow "
            "with the key dimension instead of keeping their spread near 1."),
-        N_("divide by math.sqrt(d_k), or multiply by d_k ** -0.5, but not both.")),
+        N_("divide the scores by math.sqrt(d_k) (or multiply them by d_k ** -0.5); multiplying by "
+           "math.sqrt(d_k) scales the wrong way.")),
     Misconception(
         "scale-missing", (3, 5, 6, 7, "06_flash_attention"),
         N_("your scores were not scaled at all."),
@@ -80,7 +81,8 @@ CATALOGUE = {m.id: m for m in (
         N_("you normalised over the wrong axis."),
         N_("Each query's weights over the keys must sum to 1, i.e. along the axis you were given "
            "(the last one for attention)."),
-        N_("use the `axis` argument in both the max and the sum, with keepdims=True."),
+        N_("normalise along the axis you are given (axis=-1, the keys, for attention scores): pass "
+           "that `axis` to both the max and the sum, with keepdims=True."),
         {"torch": N_("normalise over the last dimension: torch.softmax(scores, dim=-1), or dim=-1 with "
                      "keepdim=True in both the max and the sum.")}),
     Misconception(
@@ -201,14 +203,20 @@ CATALOGUE = {m.id: m for m in (
         N_("A query can have nothing to attend (a sequence of padding only, a context without a real token, more "
            "queries than keys under the causal rule). Its weights and output must be 0, or the NaN spreads to "
            "everything computed from it, gradients included."),
-        N_("after the softmax, set the blocked weights to 0: weights.masked_fill(~mask, 0.0) turns such a row "
-           "into zeros (and so its output).")),
+        N_("after the softmax, set the blocked weights to 0: weights.masked_fill(~mask, 0.0) turns "
+           "such a row into zeros (and so its output). In tiled attention, where there is no softmax "
+           "call, divide by the running sum l only where l > 0 (torch.where(l > 0, l, 1)) and give "
+           "such a query lse -inf.")),
     Misconception(
         "mask-ignored", ("01_masks", "02_cross_attention"),
         N_("your result is the one without any mask: the mask was never applied."),
-        N_("masked_fill returns a new tensor and leaves its input as it was: scores.masked_fill(...) on a line of its "
-           "own is lost (masked_fill_, with the underscore, works in place)."),
-        N_("assign the result: scores = scores.masked_fill(~mask, float('-inf')).")),
+        N_("Two ways to lose it: masked_fill returns a new tensor and leaves its input as it was, so "
+           "scores.masked_fill(...) on a line of its own is lost (masked_fill_, with the underscore, "
+           "works in place); or the mask argument never reaches the scores (a default used instead, "
+           "or a name that holds another mask)."),
+        N_("apply the mask given to the scores and keep the result: scores = "
+           "scores.masked_fill(~mask, float('-inf')) (masked_fill returns a new tensor), with the "
+           "mask argument you were given, not a default.")),
     Misconception(
         "mask-true-blocked", ("01_masks",),
         N_("your masks use True for a blocked position (or your code reads True as blocked); in this assignment "
@@ -285,8 +293,10 @@ CATALOGUE = {m.id: m for m in (
         N_("with causal=True your queries also attended the keys after them: no causal mask was applied."),
         N_("A decoder predicts each token from the ones before it. If query i sees key j > i, training learns to read "
            "the answer from the future, and generation, which has no future tokens, breaks."),
-        N_("before the softmax, fill the scores of keys after the query with -inf: scores.masked_fill(~torch.ones(T, T, "
-           "dtype=torch.bool, device=x.device).tril(), float('-inf')).")),
+        N_("before the softmax, fill the scores of keys after each query's position with -inf; with "
+           "T_q queries and T_k keys (a cache: T_q < T_k) query i stands at position T_k - T_q + i: "
+           "scores.masked_fill(~torch.ones(T_q, T_k, dtype=torch.bool, "
+           "device=x.device).tril(diagonal=T_k - T_q), float('-inf')).")),
     Misconception(
         "causal-flag-ignored", ("03_grouped_query",),
         N_("with causal=False your function still applied the causal mask."),

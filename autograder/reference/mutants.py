@@ -36,6 +36,12 @@ and, for masks (the second assignment's references; none of the first assignment
   diagonal-change     tril(diagonal=k) -> k + 1, k - 1   (tril() -> tril(1), tril(-1))
   unsqueeze-move      m[:, None, None, :] -> m[:, None, :, None]   (a None moved by one: the wrong axis)
 
+and, for the domain the contract names (issue 28):
+
+  argument-ignored    `arg = its default` first thing in the function (causal, block_size, mask, base, ...)
+  offset-drop         positions -> arange(len(positions))   (positions numbered from 0)
+  empty-row-unmasked  masked_fill(c, -inf) -> c & ~c.all(-1, keepdim=True)   (a row with no allowed key unmasked)
+
 The T_k - T_q offset of an end-aligned causal mask is reached by term-drop (arange(T_q) + (T_k - T_q) ->
 arange(T_q): aligned at the start). Mutants are built on the syntax tree (ast) and written back with ast.unparse, so comments are
 gone from a mutant; `diff` shows the changed lines against the reference written the same way.
@@ -55,11 +61,12 @@ OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full",
              "projection-drop", "weight-reuse", "slice-off-by-one", "reshape-for-transpose", "softmax-naive", "return-swap",
              "argument-swap", "compare-change", "mask-invert", "fill-value", "masked-fill-drop", "tri-swap",
              "diagonal-change", "unsqueeze-move")
-# The domain (issue 28): an argument ignored (its default used whatever the caller gave) and an offset
-# dropped (positions numbered from 0); a survivor is a region of the contract no check probes. Apart
-# from OPERATORS until the recorded audit (docs/mutation_audit*.json, whose --record also writes the
-# README's tables) is rerun with them: mutants(stem, OPERATORS + DOMAIN_OPERATORS) audits both.
-DOMAIN_OPERATORS = ("argument-ignored", "offset-drop")
+# The domain (issue 28): an argument ignored (its default used whatever the caller gave), an offset
+# dropped (positions numbered from 0) and a mask ignored only in rows where no key is allowed (those rows
+# get the unmasked result); a survivor is a region of the contract no check probes. Part of OPERATORS,
+# so the audit's default (and its record) runs them; kept named apart for the tests that look at them.
+DOMAIN_OPERATORS = ("argument-ignored", "offset-drop", "empty-row-unmasked")
+OPERATORS = OPERATORS + DOMAIN_OPERATORS
 
 
 @dataclass(frozen=True)
@@ -217,6 +224,7 @@ class _Sites:
         for default in fn.args.defaults:                       # softmax(x, axis=-1): the default axis
             self._axis_constant(fn.args, "defaults", fn.args.defaults.index(default), default)
         self._domain(fn)
+        self._empty_rows(fn)
         for parent in ast.walk(fn):
             for field, value in ast.iter_fields(parent):
                 if isinstance(value, list):
@@ -244,6 +252,45 @@ class _Sites:
             renumbered = ast.parse(f"positions = {arange}(len(positions))").body[0]
             self._add("offset-drop", fn, "body", 0, [body[0], renumbered], body[0],
                       "positions renumbered from 0 (the offset dropped)")
+
+    def _empty_rows(self, fn):
+        """empty-row-unmasked: a -inf masked_fill's condition `c` blocks only rows with an allowed key,
+        `c & ~c.all(-1, keepdim=True)`, so a row with none gets the unmasked softmax. Where `c` is a name
+        assigned in the function, the change goes right after that assignment (every use sees it: a
+        later `masked_fill(c, 0.0)` would otherwise hide it); else in the call itself."""
+        if not self.torch:
+            return
+        fills = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr in ("masked_fill", "masked_fill_") and len(n.args) == 2
+                 and _name(n.args[1]) in MINUS_INF]
+        names = {n.args[0].id for n in fills if isinstance(n.args[0], ast.Name)}
+        for parent in ast.walk(fn):
+            for field, value in ast.iter_fields(parent):
+                if not isinstance(value, list):
+                    continue
+                for i, stmt in enumerate(value):
+                    if (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                            and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in names):
+                        c = stmt.targets[0].id
+                        after = ast.parse(f"{c} = {c} & ~{c}.all(dim=-1, keepdim=True)").body[0]
+                        self._add("empty-row-unmasked", parent, field, i, [stmt, after], stmt,
+                                  f"{c}: rows with no allowed key left unmasked")
+        for call in fills:
+            cond = call.args[0]
+            if isinstance(cond, ast.Name):
+                continue
+            text = _name(cond)
+            new_cond = ast.parse(f"({text}) & ~({text}).all(dim=-1, keepdim=True)", mode="eval").body
+            args = [new_cond, call.args[1]]
+            new = ast.Call(func=call.func, args=args, keywords=call.keywords)
+            for parent in ast.walk(fn):
+                for field, value in ast.iter_fields(parent):
+                    if value is call:
+                        self._add("empty-row-unmasked", parent, field, None, new, call,
+                                  f"{text}: rows with no allowed key left unmasked")
+                    elif isinstance(value, list) and any(v is call for v in value):
+                        self._add("empty-row-unmasked", parent, field, value.index(call), new, call,
+                                  f"{text}: rows with no allowed key left unmasked")
 
     def _add(self, operator, holder, field, index, new, node, change):
         self.sites.append(_Site(operator, holder, field, index, new, node.lineno, self.where, change))

@@ -161,7 +161,7 @@ def test_extremes(student):
                "columns of key/value head i // {group} ({problem}). Query head i reads key/value head "
                "i // (num_heads // num_kv_heads): consecutive query heads share one.",
                what=what, h=H, group=H // KV, problem=problem),
-             [] if attention.differs(grouped.array, tiled.array) else ["gqa-heads-tiled"])
+             attention.named_if_matches("gqa-heads-tiled", (grouped.array,), (tiled.array,)))
 
 
 def _expanded(W, h=H, h_kv=KV):

@@ -87,11 +87,12 @@ def test_properties(student):
                what=what, low=f"{p.min():.4g}", high=f"{p.max():.4g}"))
     index, total = attention.worst_row(p)
     if abs(total - 1) > 1e-9:
-        wrong_axis = attention.sums_to_one_along(p, 0) or attention.sums_to_one_along(p, 1)
+        # named when the values are the softmax over another axis, here and on the step's other inputs
+        # (Evidence): rows summing to 1 along another axis on this one input alone would name it
         fail(_("{what}: the weights along the last axis should sum to 1; the row at {index} sums to {total}. "
                "Did you divide by the sum over the right axis (with keepdims=True)?",
                what=what, index=index, total=f"{total:.6g}"),
-             ["softmax-wrong-axis"] if wrong_axis else [])
+             attention.wrong_axis_found(p, _wrong_axes(x, -1)["softmax-wrong-axis"], got.dtype))
     shifted, _what = _softmax(student, x + 10.0)
     if not np.allclose(shifted.array, p, rtol=1e-9, atol=1e-12):
         fail(_("softmax(x + 10) should equal softmax(x): adding the same number to every "

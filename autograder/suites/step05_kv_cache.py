@@ -17,7 +17,7 @@ import torch
 from autograder.checks import attention, complexity, gradients
 from autograder.checks.expect import (CheckFailed, check, example, expect_array, expect_close, expect_dtype,
                                       expect_finite, expect_full_precision, expect_pair, expect_shape, fail,
-                                      gpu_usable, note, show_example)
+                                      gpu_usable, named_on_evidence, note, show_example)
 from autograder.checks.inputs import randn, rounded
 from autograder.checks.memo import remembered
 from autograder.checks.tolerances import large_scores_tolerance
@@ -118,9 +118,9 @@ def _expect_cache(student, key, sizes):
         k_got = expect_array(k_got, label + ": k_all", "torch")
         v_got = expect_array(v_got, label + ": v_all", "torch")
         # both shapes first: k and v may be appended along different axes
-        named = [m.split(":")[0] for m, found in wrong.items()
-                 if (tuple(k_got.shape), tuple(v_got.shape)) == (found[i][0].shape, found[i][1].shape)
-                 and np.allclose(k_got.array, found[i][0]) and np.allclose(v_got.array, found[i][1])]
+        # each wrong axis one way of the one mistake: named where it matches here and on most appends so far
+        named = attention.named_if_matches("kv-cache-wrong-axis", (k_got.array, v_got.array),
+                                           [found[i] for found in wrong.values()])
         for got, exp, name in ((k_got, k_all, "k_all"), (v_got, v_all, "v_all")):
             try:
                 expect_shape(got, exp.shape, label + ": " + name)
@@ -189,9 +189,10 @@ def _expect_outputs(student, outs, what, params, x, chunks, dtype, with_mistakes
     found = []
     if with_mistakes:
         rtol, atol = 1e-4, 1e-5
-        for mid, variant in _mistakes(params, x, H, chunks, cached).items():
-            if all(np.allclose(g.array, v, rtol=rtol * 10, atol=atol * 10) for g, v in zip(outs, variant)):
-                found.append(mid)
+        # matched on every chunk here, and on most of the step's inputs compared with it (Evidence)
+        found = named_on_evidence(tuple(g.array for g in outs),
+                                  {mid: tuple(v) for mid, v in _mistakes(params, x, H, chunks, cached).items()},
+                                  (rtol * 10, atol * 10))
         if cached and "kv-cache-no-causal-new" in found:
             # without the cache a causal forward: the mask was dropped for the cache only
             full, _w = _run(student, params, x)

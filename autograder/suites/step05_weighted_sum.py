@@ -114,14 +114,17 @@ def test_self_attention_float32(student, request):
 @check("5.6", points=1, kind="property")
 def test_weights_are_distributions(student):
     """Each query's weights lie in [0, 1] and sum to 1 over the keys"""
-    _out, weights = _attend(student, *_inputs("5.6"))
+    X, Ws = _inputs("5.6")
+    _out, weights = _attend(student, X, Ws)
     w = weights.array.astype(np.float64)
     sums = w.sum(axis=-1)
     if w.min() < 0 or w.max() > 1 or not np.allclose(sums, 1, rtol=0, atol=1e-9):
-        wrong_axis = attention.sums_to_one_along(w, -2, atol=1e-9)
+        # named when the values are the wrong-axis variant's, here and on most of the step's inputs (Evidence)
+        wrong_axis = lambda: variants.attention_mistakes(*ref.project_qkv(X, *Ws), D_K,   # noqa: E731
+                                                         d_model=D_MODEL)["softmax-wrong-axis"][1]
         fail(_("weights: each row (one query, all keys) must lie in [0, 1] and sum to 1; "
                "row sums range from {low} to {high}.", low=f"{sums.min():.6g}", high=f"{sums.max():.6g}"),
-             ["softmax-wrong-axis"] if wrong_axis else [])
+             attention.wrong_axis_found(w, wrong_axis, weights.dtype))
 
 
 def _nonfinite(dtype, mistake):
