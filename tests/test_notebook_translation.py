@@ -257,13 +257,14 @@ def test_chinese_release_has_the_english_cells_ids_and_metadata(assignment, step
 
 def table_slips(text):
     """Lines of a printed table (consecutive lines with " | ") whose columns do not line up on screen:
-    the display column of every "|" (a Chinese character takes two, unicodedata.east_asian_width)."""
+    the display column of every " | " separator (a Chinese character takes two columns,
+    unicodedata.east_asian_width; a "|" inside a label, as in "|J| raw", is not a separator)."""
     import unicodedata
 
     def bars(line):
         columns, width = [], 0
-        for ch in line:
-            if ch == "|":
+        for i, ch in enumerate(line):
+            if line[i - 1:i + 2] == " | ":
                 columns.append(width)
             width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
         return columns
@@ -276,25 +277,49 @@ def table_slips(text):
     return slips
 
 
+_printed = {}
+
+
+def chinese_master_printed(assignment, stem):
+    """What a master translated into Chinese prints (the solutions, visible tests and demos: code
+    unchanged, text translated), run top to bottom in one namespace as a student's notebook runs,
+    the grader's hidden cells left out; run once per notebook and kept for the tests below."""
+    if (assignment, stem) not in _printed:
+        master = nbformat.read(str(release.source_folder(assignment) / f"{stem}.ipynb"), as_version=4)
+        nb = notebook_i18n.translate_notebook(master, "zh", assignment)
+        namespace, printed = {"__name__": "__main__"}, io.StringIO()
+        for cell in nb.cells:
+            if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
+                with contextlib.redirect_stdout(printed):
+                    exec(compile(cell.source, cell.id, "exec"), namespace)
+        _printed[assignment, stem] = printed.getvalue()
+    return _printed[assignment, stem]
+
+
 @pytest.mark.parametrize("stem", ["02_cross_attention", "03_grouped_query", "04_rope"])
 def test_the_second_assignments_chinese_masters_run_and_pass_their_visible_tests(stem):
-    """Three of modern_attention's masters in Chinese (the solutions, visible tests and demos: code
-    unchanged, text translated), run top to bottom in one namespace as a student's notebook runs:
-    no cell raises, every visible test cell passes, and what they print is Chinese. (Three of six, the
-    cheap ones and the one with a table, whose columns must line up on screen: the others' cells differ
-    from English only in text, which the release checks.)"""
-    master = nbformat.read(str(release.source_folder(SECOND) / f"{stem}.ipynb"), as_version=4)
-    nb = notebook_i18n.translate_notebook(master, "zh", SECOND)
-    namespace, printed = {"__name__": "__main__"}, io.StringIO()
-    for cell in nb.cells:
-        if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):   # not the grader's
-            with contextlib.redirect_stdout(printed):
-                exec(compile(cell.source, cell.id, "exec"), namespace)
-    text = printed.getvalue()
+    """Three of modern_attention's masters in Chinese: no cell raises, every visible test cell passes,
+    and what they print is Chinese. (Three of six, the cheap ones: the others' cells differ from
+    English only in text, which the release checks; all of them run for their tables, below.)"""
+    text = chinese_master_printed(SECOND, stem)
     assert f"第 {int(stem[:2])} 步的可见测试全部通过" in text and "测试通过" in text, text[-500:]
     assert len(re.findall(f"[{CJK}]", text)) > 100 and "tests passed" not in text, text[-500:]
-    assert not table_slips(text), "a printed table's columns slip (pad labels with fit()):\n" + "\n".join(table_slips(text))
+
+
+@pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=[f"{a}/{s.stem}" for a, s in ALL_STEPS])
+def test_every_table_the_chinese_notebooks_print_lines_up_on_screen(assignment, step):
+    """Every table a Chinese notebook prints, measured in its executed output: the " | " separators
+    of each row sit at the header's display columns. A unit (字节, 4 columns against "bytes", 5) or a
+    header wider than its column (fit() pads, it cannot shrink) makes the rows slip."""
+    text = chinese_master_printed(assignment, step.stem)
+    slips = table_slips(text)
+    assert not slips, "a printed table's columns slip on screen (pad with fit(), keep units as wide as English's):\n" + "\n".join(slips)
+
+
+def test_the_table_check_sees_a_slip():
     assert table_slips("   注意力 | 1\n   attention | 2") and not table_slips("   注意力 | 1\n      abc | 2")
+    assert table_slips("  T | 4,096 bytes | x\n  1 | 4,096 字节 | x")
+    assert not table_slips("|J| raw | x\n   12.5 | x")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -438,5 +463,6 @@ def test_the_glossary_names_only_what_its_notebook_uses(assignment, step):
     text = "\n".join(c.source for c in master.cells)
     names = re.findall(r"`([^`]+)`", glossary.source.split("|---|---|---|")[1])
     assert names and all(n in text for n in names), [n for n in names if n not in text]
+    assert all(f"{n}(" in text for n in names if n in contract.ASSIGNMENTS), "an assignment's name listed as code"
     if "import torch" in text:
         assert "`keepdims=True`" not in glossary.source

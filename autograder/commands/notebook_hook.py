@@ -126,7 +126,9 @@ def _grade_lines(step, folder):
             block.append("    " + clipped(c.output, MAX_MESSAGE).replace("\n", "\n    "))
         numbered.append((_number_key(c.number), block))
     for number, name, reason in result.skipped:
-        numbered.append((_number_key(number), [f"{_('[skip]')} {number} {name}: {reason}"]))
+        # one message, so that Chinese joins name and reason with its own colon ("：")
+        numbered.append((_number_key(number), [_("[skip] {number} {name}: {reason}",
+                                                  number=number, name=name, reason=reason)]))
     # skipped checks (the GPU's) come back after the ones that ran: listed by number, 5.9 stands before 5.12
     lines = [line for _key, block in sorted(numbered, key=lambda item: item[0]) for line in block]
     lines.append(_("Step {step}: {score}/{max_score}", step=step.number, score=f"{result.score:g}",

@@ -119,8 +119,12 @@ def glossary_terms(nb):
                    for name in re.findall(r"`([A-Za-z_][\w.]*)`", names) if len(name) > 1)
     def shown(names):
         # only the names this notebook uses: a torch notebook lists no NumPy `keepdims=True`, and
-        # one assignment's notebook no class of the other's
+        # one assignment's notebook no class of the other's; an assignment's name (`self_attention`)
+        # is code only where it is called
+        from autograder.contract import ASSIGNMENTS
         kept = [n for n in re.findall(r"`([^`]+)`", names)
+                if n not in ASSIGNMENTS or re.search(r"(?<![\w.])" + re.escape(n) + r"\(", text)]
+        kept = [n for n in kept
                 if (re.search(("" if n.startswith(".") else r"(?<![\w.])") + re.escape(n) + r"(?![\w])", text) if re.fullmatch(r"[\w.]+", n)
                     else n in text)]
         return ", ".join(f"`{n}`" for n in kept)
