@@ -143,6 +143,8 @@ def test_a_correct_notebook_in_ipython_syntax_scores_exactly_like_the_same_code_
         (as_py / f"{step.stem}.py").write_text(solution)
         wrap = ("plain", "%%time", "%%capture out")[i % 3]
         (as_nb / f"{step.stem}.ipynb").write_text(ipython_notebook(solution, list(step.names), wrap))
+    (tmp_path / "r_py").mkdir()
+    (tmp_path / "r_nb").mkdir()
     _, out_py, res_py = run_grader(as_py, tmp_path / "r_py")
     _, out_nb, res_nb = run_grader(as_nb, tmp_path / "r_nb")
     assert res_py and res_nb, out_py + out_nb

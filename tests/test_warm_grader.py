@@ -1,11 +1,13 @@
 """The fast paths of issue 7 keep grades exact: a warm grader (one pytest session for many
 submissions) grades each one as a fresh `grade` would, nothing of one submission leaks into the
 next, and every step's child starts (its file loading) before the first check runs."""
+import dataclasses
 import shutil
 import sys
 
 import pytest
 
+from autograder import contract
 from autograder.grading import run as grading
 
 SAMPLES = grading.Path(__file__).resolve().parent.parent / "samples"
@@ -73,6 +75,9 @@ def test_a_broken_hidden_suite_stops_the_grader_with_its_error(submissions, tmp_
     shutil.copytree(grading.SUITES_DIR, suites, ignore=shutil.ignore_patterns("__pycache__"))
     (suites / f"step{STEP}.py").write_text("import no_such_module_for_the_suite\n")
     monkeypatch.setattr(grading, "SUITES_DIR", suites)
+    # the suites are found through the registry: the assignment's entry points at the broken copy
+    name = contract.assignment_of_step(STEP).name
+    monkeypatch.setitem(contract.REGISTRY, name, dataclasses.replace(contract.REGISTRY[name], suites=suites))
     # pytest's importlib mode would reuse the real suite, imported under the same name earlier
     monkeypatch.delitem(sys.modules, f"step{STEP}", raising=False)
     with pytest.raises(RuntimeError, match="no_such_module_for_the_suite"):

@@ -49,6 +49,18 @@ def reachable_python():
     os.rmdir(keep)                            # empty again: nothing left on the machine
 
 
+def reachable_kit():
+    """The ordinary account imports the kit from this checkout: every folder on the way to it must be
+    searchable by others. A private checkout (`mktemp -d` makes a 0700 folder, where CI clones) gets
+    the search bit (o+x, never read) on the folders that lack it; the kit's own folders are 755."""
+    kit = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = kit
+    while path != "/":
+        if not path.startswith("/root") and not os.stat(path).st_mode & 0o001:
+            os.chmod(path, os.stat(path).st_mode | 0o001)
+        path = os.path.dirname(path)
+
+
 def drop_to(uid, argv):
     os.execvp("setpriv", ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                           "--", *argv])
@@ -59,6 +71,8 @@ def main(kind, uid, argv):
         os.execvp(argv[0], argv)
     if kind == "root-no-sysadmin":
         os.execvp("setpriv", ["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin", "--", *argv])
+    if kind.startswith("user"):
+        reachable_kit()
     if kind == "user":
         check(libc.unshare(CLONE_NEWNS), "unshare")
         reachable_python()

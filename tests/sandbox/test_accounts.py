@@ -131,7 +131,7 @@ def graded_as(kind, level="auto"):
             continue
         (home / "subs" / name).mkdir(parents=True)
         (home / "subs" / name / "04_softmax.py").write_text(text)
-        args.append(f"{name}:{home / 'subs' / name}:{test_hostile.CALL_SECONDS.get(name, 2)}")
+        args.append(f"{name}:{home / 'subs' / name}:{test_hostile.call_seconds(name)}")
     for path in [home, secret, *home.rglob("*"), secret / "secret"]:
         os.chown(path, uid, uid)
     os.chmod(home, 0o700)
