@@ -114,7 +114,7 @@ TAMPER = textwrap.dedent('''\
 
 KILLER = textwrap.dedent(f'''\
     import os, subprocess, sys
-    if "IPython" in sys.modules:     # in nbgrader's kernel, not in the kit's child
+    if "ipykernel" in sys.modules:   # in nbgrader's kernel, not in the kit's child (which has IPython's transformer, not ipykernel)
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", "{DAEMON}"],
                          start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         os._exit(3)
@@ -302,7 +302,7 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
     run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
     sleeper = textwrap.dedent(f"""\
         import subprocess, sys, time
-        if "IPython" in sys.modules:
+        if "ipykernel" in sys.modules:   # nbgrader's kernel only: the kit's child has IPython's transformer, not ipykernel
             subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1000)", "{DAEMON}-2"], start_new_session=True)
             time.sleep(120)
         """)
