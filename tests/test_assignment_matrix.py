@@ -327,7 +327,9 @@ def test_the_grader_and_similarity_read_the_same_cells():
     cells = [{"metadata": {"nbgrader": meta}} for meta in (
         {}, {"solution": True, "grade": False}, {"solution": False, "grade": True}, {"locked": True},
         {"solution": True, "grade": True, "grade_id": "x"}, {"grade_id": "a_tests"}, {"grade_id": "a_demo"},
-        {"solution": True, "grade_id": "b_tests"}, {"grade": False, "solution": False, "grade_id": "imports"})]
+        {"solution": True, "grade_id": "b_tests"}, {"grade": False, "solution": False, "grade_id": "imports"},
+        ["not", "a", "dict"], "text", 3)]
+    cells += [{"metadata": ["a list"]}, {"metadata": None}, {}]     # a student's notebook may hold anything
     assert [submitted_files.is_test_cell(c) for c in cells] == [runner._is_test_cell(c) for c in cells]
 
 

@@ -59,8 +59,12 @@ STUDENT_FILES = set()                      # filenames that count as the student
 
 # ------------------------------------------------------------------ loading
 def _is_test_cell(cell):
-    """Cells the grader must not run: nbgrader test cells, visible tests and demos."""
-    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+    """Cells the grader must not run: nbgrader test cells, visible tests and demos (the same rule as
+    submitted_files.is_test_cell, which the child cannot import; a test holds them equal)."""
+    meta = cell.get("metadata") or {}
+    meta = (meta.get("nbgrader") if isinstance(meta, dict) else None) or {}
+    if not isinstance(meta, dict):          # a student's notebook may hold anything here
+        meta = {}
     grade_id = str(meta.get("grade_id", ""))
     if meta.get("grade") and not meta.get("solution"):
         return True
