@@ -238,8 +238,9 @@ def choose(files, refused=None, notes=()):
 def is_test_cell(cell):
     """A notebook cell the grader does not run: nbgrader's test cells (graded, not a solution),
     visible tests and demos. child/runner.py's _is_test_cell, which the child cannot import."""
-    meta = (cell.get("metadata") or {}).get("nbgrader") or {}
-    if not isinstance(meta, dict):
+    meta = cell.get("metadata") or {}
+    meta = (meta.get("nbgrader") if isinstance(meta, dict) else None) or {}
+    if not isinstance(meta, dict):          # a student's notebook may hold anything here
         meta = {}
     grade_id = str(meta.get("grade_id", ""))
     if meta.get("grade") and not meta.get("solution"):
