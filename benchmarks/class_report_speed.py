@@ -25,7 +25,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import class_maker  # noqa: E402
 from autograder import contract  # noqa: E402
-from autograder.reports import similarity
+from autograder.grading.run import CheckResult, Report, StepResult  # noqa: E402
+from autograder.reports import similarity, stored  # noqa: E402
 
 # per step: (kind of check, points) in order; a synthetic stand-in for the suites' checks
 CHECKS = [("shape", 1), ("numbers", 3), ("numbers", 2), ("numbers", 1), ("property", 1), ("stability", 1),
@@ -101,8 +102,28 @@ def write_synthetic_class(out, n, seed=0):
             else:
                 code[stem] = {"file": f"{stem}.py", "code": class_maker.code_for(stem, kind, seed_of, style)}
         (folder / "code.json").write_text(json.dumps({"version": 1, "steps": code}), encoding="utf-8")
-        (folder / "results.json").write_text(json.dumps(results_for(name, kinds)), encoding="utf-8")
+        results = results_for(name, kinds)
+        (folder / "results.json").write_text(json.dumps(results), encoding="utf-8")
+        # what grade-all keeps beside it, signed by this grader: the class view reads only that
+        stored.write(folder, stored.Stored(name, None, report_of(name, results)))
     return planted
+
+
+def report_of(name, results):
+    """The grading.run.Report that the synthetic results.json would have been written from."""
+    steps = []
+    for stem, step in results["extra_data"]["steps"].items():
+        checks = []
+        for t in results["tests"]:
+            if f"step:{stem}" not in t["tags"]:
+                continue
+            kind = next(tag[5:] for tag in t["tags"] if tag.startswith("kind:"))
+            named = [tag.split(":", 1)[1] for tag in t["tags"] if tag.startswith("misconception:")]
+            extra = [tag for tag in t["tags"] if ":" not in tag]
+            checks.append(CheckResult(stem, t["number"], t["name"], kind, float(t["max_score"]), float(t["score"]),
+                                      t["status"], t["output"], named, extra))
+        steps.append(StepResult(contract.STEP_BY_STEM[stem], step["file"], checks))
+    return Report(name, steps, {"mode": "synthetic", "walled": True})
 
 
 def main(argv):

@@ -22,7 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import class_maker  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
-from autograder import submitted_files  # noqa: E402
+from autograder import i18n, submitted_files  # noqa: E402
+from autograder.reference import misconceptions  # noqa: E402
 from autograder.reports import class_view as class_report, similarity  # noqa: E402
 
 LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]   # far above honest calls on a busy machine
@@ -169,7 +170,8 @@ def test_the_planted_mistakes_are_where_they_were_planted(klass):
     shown = re.findall(r'<tr data-mistake="([^"]+)">', text)
     assert shown == list(data["misconceptions"])
     assert "you multiplied the scores by sqrt(d_k) instead of dividing by it." in text
-    assert "<i>Hint: divide by math.sqrt(d_k), or multiply by d_k ** -0.5, but not both.</i>" in text
+    hint = html.escape(str(i18n.render(misconceptions.CATALOGUE["scale-multiplied"].hint, "en")), quote=False)
+    assert f"<i>Hint: {hint}</i>" in text      # the catalogue's own words, never pasted here
 
 
 # ------------------------------------------------------------------ similarity
