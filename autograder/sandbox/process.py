@@ -227,7 +227,11 @@ class Child:
         isolation.kill_everything(self.plan, self.proc.pid)
         self.proc.wait()
         isolation.finish(self.plan)
-        for fd in (self.req_w, self.rep_r):
+        # each pipe closed once: a child is often killed twice (by the failed read, then by its
+        # StepChild), and a second close of a number another thread has opened since (a child
+        # starting beside this one) closed that thread's file (EBADF in a batch under Dask)
+        fds, self.req_w, self.rep_r = [fd for fd in (self.req_w, self.rep_r) if fd is not None], None, None
+        for fd in fds:
             try:
                 os.close(fd)
             except OSError:
