@@ -212,6 +212,99 @@ STEPS_OF_MODERN_ATTENTION = (
 )
 
 
+
+# ================================================================== the third assignment: decoder
+# The pieces compose (issue 31): a small Llama-style decoder that trains and generates, torch
+# throughout, weights as nn.Linear layers without bias named as below (the names Hugging Face's
+# LlamaForCausalLM uses, so the kit's own tests can load the references' weights into it). Each
+# step's notebook is self-contained: the pieces of earlier steps it needs come in a locked cell.
+DEC_X = V("x", "(B, T, D)")
+LAYER_CACHE = "LayerCache"
+KEY_MASK = V("key_mask=None", "bool (B, T_cached + T), True = a real token (padding is False)")
+
+STEPS_OF_DECODER = (
+    Step(1, "01_rmsnorm", N_("RMSNorm"), "torch", (
+        Module("RMSNorm", (V("dim", "int"), V("eps=1e-6", "float")), ("weight",),
+               Function("forward", (V("x", "(..., dim)"),), (V("y", "the shape and dtype of x"),),
+                        "y = x / sqrt(mean(x**2, -1) + eps) * weight; eps inside the root; weight a learnable "
+                        "nn.Parameter of ones (dim,); float16 and bfloat16 inputs are computed in float32 and "
+                        "the result cast back to x's dtype (float32 and float64 kept)")),)),
+    Step(2, "02_swiglu", N_("SwiGLU feed-forward"), "torch", (
+        Module("SwiGLU", (V("dim", "int"), V("hidden_dim", "int")), ("gate_proj", "up_proj", "down_proj"),
+               Function("forward", (V("x", "(..., dim)"),), (V("y", "(..., dim)"),),
+                        "down_proj(silu(gate_proj(x)) * up_proj(x)); gate_proj and up_proj nn.Linear(dim, "
+                        "hidden_dim), down_proj nn.Linear(hidden_dim, dim), all without bias")),)),
+    Step(3, "03_decoder_block", N_("A decoder block: pre-norm, grouped-query attention with RoPE and a cache"),
+         "torch", (
+        Class(LAYER_CACHE, (), (
+            Function("append", (V("k", "(B, num_kv_heads, T_new, head_dim)"), V("v", "(B, num_kv_heads, T_new, head_dim)")),
+                     (V("k_all", "(B, num_kv_heads, T_cached + T_new, head_dim)"),
+                      V("v_all", "(B, num_kv_heads, T_cached + T_new, head_dim)")),
+                     "appended along time; keys are stored after RoPE, with num_kv_heads heads (never repeated "
+                     "to num_heads)"),
+            Function("__len__", (), (V("T_cached", "int"),), "the cached length"))),
+        Module("DecoderBlock", (V("dim", "int"), V("num_heads", "int"), V("num_kv_heads", "int"),
+                                V("hidden_dim", "int"), V("eps=1e-6", "float"), V("rope_base=10000.0", "float")),
+               ("attn_norm", "q_proj", "k_proj", "v_proj", "o_proj", "ffn_norm", "ffn"),
+               Function("forward", (DEC_X, V("cache=None", LAYER_CACHE), V("positions=None", "int (T,) or (B, T)"),
+                                    KEY_MASK),
+                        (V("out", "(B, T, D)"),),
+                        "h = x + attention(attn_norm(x)); out = h + ffn(ffn_norm(h)) (pre-norm: the residual "
+                        "adds the block's input, not its norm); attention: head_dim = D / num_heads, q_proj "
+                        "nn.Linear(D, D), k_proj and v_proj nn.Linear(D, num_kv_heads * head_dim), o_proj "
+                        "nn.Linear(D, D), no bias; RoPE (rotate half, base rope_base) on queries and keys, never "
+                        "values, at `positions` (default: len(cache) + arange(T), so a cached call continues "
+                        "where the cache ends); the rotated keys and the values are appended to the cache; query "
+                        "head i reads key/value head i // (num_heads // num_kv_heads); causal, aligned at the "
+                        "end (new query i attends keys j <= T_cached + i); keys where key_mask is False get "
+                        "weight 0; scaled by sqrt(head_dim); attn_norm and ffn_norm are RMSNorm(D, eps), ffn is "
+                        "SwiGLU(D, hidden_dim)")),)),
+    Step(4, "04_model", N_("The model: embedding, blocks, final norm and head"), "torch", (
+        Module("DecoderLM", (V("vocab_size", "int"), V("dim", "int"), V("num_layers", "int"), V("num_heads", "int"),
+                             V("num_kv_heads", "int"), V("hidden_dim", "int"), V("eps=1e-6", "float"),
+                             V("rope_base=10000.0", "float"), V("tie_embeddings=False", "bool")),
+               ("embed", "blocks", "norm", "lm_head"),
+               Function("forward", (V("tokens", "int64 (B, T)"), V("cache=None", f"list of {LAYER_CACHE}, one per block"),
+                                    V("attention_mask=None", "bool (B, T_cached + T), True = a real token")),
+                        (V("logits", "(B, T, vocab_size)"),),
+                        "embed nn.Embedding(vocab_size, D); blocks an nn.ModuleList of num_layers DecoderBlock; "
+                        "norm RMSNorm(D, eps); lm_head nn.Linear(D, vocab_size) without bias, its weight the "
+                        "embedding's own Parameter when tie_embeddings; positions continue across cached calls "
+                        "(len(cache[0]) + arange(T)), and with an attention_mask a row's positions count its real "
+                        "tokens only (cumsum(mask) - 1; padding positions are not counted)")),
+        Function("new_cache", (V("model", "DecoderLM"),), (V("cache", f"list of {LAYER_CACHE}"),),
+                 "one empty LayerCache per block"))),
+    Step(5, "05_generation", N_("Generation with a cache: greedy and sampled"), "torch", (
+        Function("sample_next", (V("logits", "(B, vocab_size)"), V("temperature=0.0", "float"), V("top_k=None", "int"),
+                                 V("top_p=None", "float"), V("generator=None", "torch.Generator")),
+                 (V("next_tokens", "int64 (B,)"),),
+                 "temperature 0: argmax (greedy, no random number drawn); else logits / temperature, then keep "
+                 "the top_k largest, then the smallest set of most likely tokens whose probability reaches "
+                 "top_p (the token that crosses top_p is kept), the rest -inf; one draw per row with "
+                 "torch.multinomial(softmax, 1, generator=generator)"),
+        Function("generate", (V("model", "DecoderLM"), V("prompts", "int64 (B, T), left-padded"),
+                              V("attention_mask=None", "bool (B, T), True = a real token"),
+                              V("max_new_tokens=16", "int"), V("temperature=0.0", "float"), V("top_k=None", "int"),
+                              V("top_p=None", "float"), V("eos_id=None", "int"),
+                              V("generator=None", "torch.Generator")),
+                 (V("tokens", "int64 (B, T + n), n <= max_new_tokens"),),
+                 "prefill the prompts in one call with a new cache, then one token a call; the mask grows by "
+                 "one real column a step; a row that has produced eos_id gets eos_id from then on, and "
+                 "generation stops when every row has or after max_new_tokens"))),
+    Step(6, "06_training", N_("A loss and a training step"), "torch", (
+        Function("lm_loss", (V("logits", "(B, T, vocab_size)"), V("tokens", "int64 (B, T)"),
+                             V("attention_mask=None", "bool (B, T)")),
+                 (V("loss", "scalar tensor"),),
+                 "mean cross-entropy of logits[:, :-1] against tokens[:, 1:] (the next token), targets that "
+                 "are padding not counted"),
+        Function("train_step", (V("model", "DecoderLM"), V("optimizer", "torch.optim.Optimizer"),
+                                V("tokens", "int64 (B, T)")),
+                 (V("loss", "float"),),
+                 "zero the gradients, lm_loss of model(tokens), backward, one optimizer step; the loss before "
+                 "the step"))),
+)
+
+
 # ================================================================== the registry
 @dataclass(frozen=True)
 class Assignment:
@@ -321,6 +414,7 @@ def assignment_of_report(stems):
 
 register(Assignment(DEFAULT_ASSIGNMENT, STEPS, file_tag=""))
 register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION, variants="autograder.reference.modern"))
+# register(Assignment("decoder", STEPS_OF_DECODER, variants="autograder.reference.decoder"))  # issue 31: on once its suites exist
 
 
 def assignments_of(stems):
