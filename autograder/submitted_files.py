@@ -16,7 +16,7 @@ The one intake (issue 25): the grader, the batch workers, the class view's simil
 GitHub annotations all take a submission's step files from `find` or `choose` (one rule for which
 file is a step's, the shallowest, a notebook before a .py at the same depth, never in one of
 SKIPPED_FOLDERS, never deeper than MAX_DEPTH) and read a notebook's code through `graded_code`
-(the cells the child runs, child/runner.py's rule; tests/test_assignment_matrix.py holds the two
+(the cells the child runs, child/runner.py's rule; tests/e2e/test_assignment_matrix.py holds the two
 rules to agree).
 """
 import json

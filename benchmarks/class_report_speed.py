@@ -4,7 +4,7 @@
 
 Writes N synthetic students (default 1,000) into a results folder the way grade-all leaves it:
 OUT/<student>/results.json (Gradescope format, checks tagged with their step, kind and named
-mistake) and OUT/<student>/code.json (their own code, written by tests/class_maker.py: correct
+mistake) and OUT/<student>/code.json (their own code, written by tests/harness/class_maker.py: correct
 code in many styles, mistakes the grader names, slow loops, stubs, and one copied pair in every
 50 students, renamed and reordered). Then builds the class view in a fresh process, as
 `python -m autograder class-report OUT` does, and prints each part's time, the page's size and
@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import class_maker  # noqa: E402
+from harness import class_maker  # noqa: E402
 from autograder import contract  # noqa: E402
 from autograder.grading.run import CheckResult, Report, StepResult  # noqa: E402
 from autograder.reports import similarity, stored  # noqa: E402

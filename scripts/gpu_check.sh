@@ -9,7 +9,7 @@ mkdir -p "$out"
 py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1
 $py -c "import torch, numpy; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0)); print('numpy', numpy.__version__)"
-$py -m pytest tests/test_cuda.py -q -p no:cacheprovider 2>&1 | tee "$out/test_cuda.log"
+$py -m pytest tests/suites/test_cuda.py -q -p no:cacheprovider 2>&1 | tee "$out/test_cuda.log"
 for sub in source/self_attention samples/unusual_style samples/lesson; do
     name=$(echo "$sub" | tr '/' '_')
     start=$(date +%s%N)

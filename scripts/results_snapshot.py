@@ -4,7 +4,7 @@
     python scripts/results_snapshot.py compare A.json B.json
 
 The corpus: the samples, the master notebooks, the released stubs, the catalogue's correct
-templates and every catalogued mistake (tests/test_misconception_catalogue.py), every mutant of the
+templates and every catalogued mistake (tests/harness/catalogue.py), every mutant of the
 mutation audit (autograder/reference/mutants.py) and the hostile corpus (tests/hostile/). Each is graded by
 the batch grader's workers, English messages; what is kept per check is its number, score, status,
 tags and message, with scratch paths blanked.
@@ -33,7 +33,7 @@ def corpus(root):
     for folder in ("samples/lesson", "samples/unusual_style", "source/self_attention", "assignments/self_attention"):
         items[folder] = {p.name: p.read_bytes() for p in sorted((root / folder).iterdir()) if p.name in step_files}
     sys.path.insert(0, str(root / "tests"))
-    import test_misconception_catalogue as catalogue
+    from harness import catalogue
     for stem in catalogue.TEMPLATES:
         items[f"template/{stem}"] = {f"{stem}.py": catalogue.source(stem).encode()}
     for case in catalogue.CASES:

@@ -20,7 +20,7 @@ import pytest
 
 from autograder import i18n
 from autograder.i18n import Message, _, concat, from_data, render, to_data
-from test_i18n import MODULES, MSGIDS
+from harness.messages import MODULES, MSGIDS
 
 INTEGER_SPECS = set("bcdoxXn")
 

@@ -111,7 +111,7 @@ def _expect_measured(measurements, what):
         if m.errors:
             # The meters run in the student's process, where its code can reach and break them (edit
             # torch's flop registry, replace a module they read): honest code never makes them fail
-            # (tests/test_meters.py), so a failure there is charged to this check, with what it means.
+            # (tests/child/test_meters.py), so a failure there is charged to this check, with what it means.
             raise CheckFailed(_("{what}: the grader's counters failed {n} times while your code ran, so it could "
                                 "not be measured. Does your code change torch, numpy or the interpreter's "
                                 "state (monkeypatching, editing registries)?", what=what, n=m.errors))

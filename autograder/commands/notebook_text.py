@@ -89,7 +89,7 @@ def has_words(text, code=False):
 def invariants(msgid, kind):
     """What a translation must keep exactly, for a message of `kind`: a sorted list of the
     backtick code spans, LaTeX, HTML tags, link targets and, in code strings, the `{fields}` and
-    escapes (`\\n`). tests/test_notebook_translation.py holds every entry to it."""
+    escapes (`\\n`). tests/commands/test_notebook_translation.py holds every entry to it."""
     kept = [m.group(0) for m in _CODE_SPAN.finditer(msgid)]
     kept += [m.group(0) for m in _MATH.finditer(_CODE_SPAN.sub(" ", msgid))]
     kept += _HTML_TAG.findall(msgid) + _LINK_TARGET.findall(msgid)

@@ -4,7 +4,7 @@ For each account (tests/sandbox/accounts.py: root, root without CAP_SYS_ADMIN, a
 account, an ordinary account without user namespaces) one process grades, step 4 only: an honest
 step, a plain wrong one (the baseline), the escape cases (tests/hostile/escape_*: each scores full
 marks exactly when its escape works, else the baseline's score), the corpus's wall cases
-(test_hostile.ISOLATION_CASES, their exact expected outcomes), then cold children (no zygote,
+(hostile.ISOLATION_CASES, their exact expected outcomes), then cold children (no zygote,
 as ATTENTION_KIT_WARM=0 and a GPU machine) for the honest step and the privilege probe. Where
 the account cannot wall the child, the grader must refuse before any student code runs, in one
 line. Outcomes are scores and messages, never times.
@@ -23,14 +23,14 @@ import pytest
 
 from autograder.sandbox import isolation
 from conftest import ROOT
-import test_hostile
+from harness import hostile
 
 ACCOUNTS = Path(__file__).with_name("accounts.py")
 CORPUS = ROOT / "tests" / "hostile"
 ESCAPE_CASES = CORPUS / "escapes"      # issue 24: each scores full marks exactly when its escape works
 USER = 54321                      # the ordinary account (no passwd entry needed)
 ESCAPES = sorted(p.name.split(".")[0] for p in ESCAPE_CASES.glob("escape_*.04_softmax.py"))
-WALL_CASES = sorted(test_hostile.ISOLATION_CASES)
+WALL_CASES = sorted(hostile.ISOLATION_CASES)
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
                                 reason="makes the other accounts: needs root and setpriv (CI runs as root)")
 
@@ -131,14 +131,14 @@ def graded_as(kind, level="auto"):
             continue
         (home / "subs" / name).mkdir(parents=True)
         (home / "subs" / name / "04_softmax.py").write_text(text)
-        args.append(f"{name}:{home / 'subs' / name}:{test_hostile.call_seconds(name)}")
+        args.append(f"{name}:{home / 'subs' / name}:{hostile.call_seconds(name)}")
     for path in [home, secret, *home.rglob("*"), secret / "secret"]:
         os.chown(path, uid, uid)
     os.chmod(home, 0o700)
     tmp = home / "tmp"
     tmp.mkdir()
     os.chown(tmp, uid, uid)
-    services, before, ipc_before = Services(), test_hostile.kit_fingerprint(), test_hostile.ipc_objects()
+    services, before, ipc_before = Services(), hostile.kit_fingerprint(), hostile.ipc_objects()
     try:
         env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(tmp), "LANG": "C.UTF-8",
                "ATTENTION_KIT_UID_LOG": str(home / "uids.log")}
@@ -147,8 +147,8 @@ def graded_as(kind, level="auto"):
     finally:
         services.close()
     assert proc.returncode == 0, proc.stderr[-3000:]
-    left = {"kit changed": test_hostile.kit_fingerprint() != before, "connections": services.accepted,
-            "files": sorted(str(p) for p in tmp.iterdir()), "ipc": sorted(test_hostile.ipc_objects() - ipc_before),
+    left = {"kit changed": hostile.kit_fingerprint() != before, "connections": services.accepted,
+            "files": sorted(str(p) for p in tmp.iterdir()), "ipc": sorted(hostile.ipc_objects() - ipc_before),
             "processes": [_describe(pid) for pid in _left_running(uid, home / "uids.log")]}
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(secret, ignore_errors=True)
@@ -186,7 +186,7 @@ def test_every_account_walls_with_the_whole_guarantee(account):
 def test_the_corpus_wall_cases_hold_under_every_account(account):
     kind, results, _, _ = account
     for case in WALL_CASES:
-        score, phrase = test_hostile.EXPECTED[case]
+        score, phrase = hostile.EXPECTED[case]
         got = results[case]
         assert got["score"] == score, (kind, case, [t["output"][:300] for t in got["tests"] if t["status"] == "failed"])
         if phrase:
@@ -213,7 +213,7 @@ def test_landlock_alone_is_given_only_by_name_and_holds_but_for_the_bounding_set
     escaped = {name for name in ESCAPES if results[name]["score"] != baseline}
     assert escaped == {"escape_privileges"}
     for case in ("read_solutions", "read_installed_kit"):
-        assert results[case]["score"] == test_hostile.EXPECTED[case][0]
+        assert results[case]["score"] == hostile.EXPECTED[case][0]
     assert left == {"kit changed": False, "connections": 0, "files": [], "ipc": [], "processes": []}
 
 

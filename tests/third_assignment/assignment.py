@@ -4,7 +4,7 @@ It proves that an assignment is data: its step (below), its hidden suite (suites
 reference (reference.py), its released stub notebook (stubs/) and its catalogue entry are all in
 this folder, and registering it (`contract.load_file(this file)`, or naming this file in the
 environment variable ATTENTION_KIT_ASSIGNMENTS for every process of a run) is all it takes for
-every path of the kit to grade it: tests/test_assignment_matrix.py does so, with no change to the
+every path of the kit to grade it: tests/e2e/test_assignment_matrix.py does so, with no change to the
 kit's modules. docs/architecture.md's "Adding an assignment" is the list of what this folder holds.
 """
 from pathlib import Path

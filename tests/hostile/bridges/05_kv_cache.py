@@ -1,4 +1,4 @@
-# Appended by tests/test_hostile.py to an attack of the corpus, after step 5's correct code: it moves
+# Appended by tests/sandbox/test_hostile.py to an attack of the corpus, after step 5's correct code: it moves
 # the attack into the student's KVCache, the object the grader's requests leave in the child. Every
 # append(k, v) first calls the attack's softmax on k's values, then returns what the attack returned,
 # told in this step's terms: the right softmax gives the right k_all, zeros give zeros, NaN gives

@@ -34,7 +34,7 @@ from autograder.sandbox import isolation
 from autograder.commands import nbgrader_wall
 from autograder.commands.crosscheck import nbgrader_scores
 from conftest import ROOT
-from test_nbgrader import BIN, lesson_function, student_notebook
+from harness.nbgrader_course import BIN, lesson_function, student_notebook
 
 ASSIGNMENT = contract.ASSIGNMENT
 CANARY = "alice-canary-5d41402abc"

@@ -1,7 +1,7 @@
 """The suites' attention layer (autograder/checks/attention.py) on hand-made replies, no child process:
 what the next attention steps rely on and no current suite shows (T_q != T_k, masks, fully masked
 rows), and the mistakes the layer names from shapes and NaNs. The suites' own use of it is covered
-by grading: tests/test_misconception_catalogue.py, test_stability.py and the results snapshot."""
+by grading: tests/reference/test_misconception_catalogue.py, test_stability.py and the results snapshot."""
 import numpy as np
 import pytest
 

@@ -13,8 +13,8 @@ import pytest
 from autograder import contract
 from autograder.commands import release
 from conftest import ROOT
-import nbgrader_course
-from nbgrader_course import BIN, master_solution, nbgrader, student_notebook  # noqa: F401 (BIN: test_nbgrader_wall's)
+from harness import nbgrader_course
+from harness.nbgrader_course import lesson_function, master_solution, nbgrader, student_notebook
 
 ASSIGNMENT = contract.ASSIGNMENT
 LESSON = ROOT / "samples" / "lesson"
@@ -25,13 +25,6 @@ LESSON = ROOT / "samples" / "lesson"
 # record full marks): nbgrader records the kit's 0 (autograder/commands/nbgrader_wall.py).
 TAMPER = ("\nimport autograder.commands.notebook_hook as _hook\n"
           "_hook.grade_step = lambda *args, **kwargs: 10.0\n")
-
-
-def lesson_function(stem, name):
-    """The source of function `name` in the lesson's code for `stem`."""
-    text = (LESSON / f"{stem}.py").read_text()
-    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-    return ast.get_source_segment(text, node)
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
 """A temporary nbgrader course of the repo, driven through nbgrader's own command line: the helpers
-tests/test_nbgrader.py (the first assignment) and tests/test_nbgrader_modern.py (the second, in
+tests/e2e/test_nbgrader.py (the first assignment) and tests/e2e/test_nbgrader_modern.py (the second, in
 English and Chinese) share.
 
 A course is a folder holding a copy of nbgrader_config.py (its language set) and of source/;
 `nbgrader generate_assignment` releases into its assignments/; students' notebooks go into
 submitted/<student>/<assignment>/; nbgrader writes autograded/ and feedback/ beside them."""
+import ast
 import html
 import json
 import os
@@ -117,3 +118,10 @@ def feedback_text(course, student, stem, assignment=contract.ASSIGNMENT):
     """The feedback page's text as a reader sees it (tags dropped: code is split into spans)."""
     page = (Path(course) / "feedback" / student / assignment / f"{stem}.html").read_text()
     return html.unescape(re.sub(r"<[^>]+>", "", page))
+
+
+def lesson_function(stem, name):
+    """The source of function `name` in the lesson's code for `stem`."""
+    text = (ROOT / "samples" / "lesson" / f"{stem}.py").read_text()
+    node = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+    return ast.get_source_segment(text, node)

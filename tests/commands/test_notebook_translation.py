@@ -3,7 +3,7 @@
 The catalogue (autograder/locale/zh/LC_MESSAGES/notebooks.po) is held to the masters' messages
 as extracted now (autograder/notebook_i18n.py): none missing or fuzzy, none left over, each
 keeping its msgid's `code`, $math$, tags, {fields} and escapes. The Chinese release
-(assignments/zh/self_attention/) is checked for drift by `build --check` (tests/test_release.py);
+(assignments/zh/self_attention/) is checked for drift by `build --check` (tests/commands/test_release.py);
 here: its cells, ids and nbgrader metadata are the English release's, its filled notebooks run,
 nbgrader validates them, and the grader scores Chinese and English notebooks alike.
 """
@@ -176,7 +176,7 @@ def math_problems(translations):
 
 def test_one_chinese_term_per_concept():
     problems = term_problems(list(_every_translation()))
-    assert not problems, "terms off the table (tests/test_notebook_translation.py, TERMS):\n" + "\n".join(problems[:20])
+    assert not problems, "terms off the table (tests/commands/test_notebook_translation.py, TERMS):\n" + "\n".join(problems[:20])
 
 
 def test_no_ascii_sentence_punctuation_in_chinese_text():
@@ -389,11 +389,11 @@ def chinese_students(tmp_path_factory):
 
 
 def test_chinese_visible_tests_judge_like_the_grader(tmp_path):
-    """The Chinese notebooks' visible test cells, run by tests/test_visible_agree.py's runner
+    """The Chinese notebooks' visible test cells, run by tests/suites/test_visible_agree.py's runner
     against the catalogue's mistakes and correct templates and the masters' solutions: each passes
     visibly exactly when the hidden grader gives full marks, as the English cells do there; with
     the masters' solutions the demo cells run too, and print Chinese."""
-    import test_visible_agree as agree
+    from harness import visible as agree
     for master in release.master_notebooks():
         nbformat.write(notebook_i18n.translate_notebook(nbformat.read(str(master), as_version=4), "zh"),
                        str(tmp_path / master.name))
@@ -421,7 +421,7 @@ def test_chinese_visible_tests_judge_like_the_grader(tmp_path):
 def test_chinese_notebooks_grade_exactly_like_english(chinese_students):
     """Check by check, the same verdicts and points as English: the Chinese stubs exactly the
     English stubs', the filled Chinese notebooks every check passed (as the English masters do,
-    tests/test_notebooks.py), and no cell of theirs raising."""
+    tests/e2e/test_notebooks.py), and no cell of theirs raising."""
     grader = grading.Grader()          # one pytest session for the three submissions
     try:
         reports = {key: grader.grade(chinese_students / key[0] / key[1])

@@ -14,6 +14,7 @@ from autograder.reports import github, junit
 from autograder.reports import gradescope_json as report_module
 from autograder.grading.run import CheckResult, Report, StepResult
 from conftest import ROOT
+from harness.ci import workflow_commands
 
 NASTY = "got \x1b[31mred\x1b[0m and \x00, 100% sure: a, b ``` fence ```` longer\r\nsecond line"
 
@@ -109,28 +110,6 @@ def parse_annotations(lines):
         assert m, line
         props = dict(p.split("=", 1) for p in m["props"].split(","))
         found.append(({k: unescape(v) for k, v in props.items()}, unescape(m["message"])))
-    return found
-
-
-def workflow_commands(log):
-    """The workflow commands GitHub's runner would process in `log` (actions/runner's
-    ActionCommandManager): a line that starts with `::` after leading spaces (v2) or holds `##[`
-    (v1); none between `::stop-commands::TOKEN` and `::TOKEN::`. Lines split as str.splitlines
-    does (on more characters than the runner: stricter)."""
-    found, stop = [], None
-    for line in log.splitlines():
-        s = line.lstrip()
-        if s.startswith("::") and s.find("::", 2) > 0:
-            end = s.find("::", 2)
-            name = s[2:end].split(" ", 1)[0]
-            if stop is not None:
-                stop = None if name == stop else stop
-            elif name == "stop-commands":
-                stop = s[end + 2:]
-            else:
-                found.append(s)
-        elif "##[" in s and stop is None:
-            found.append(s)
     return found
 
 

@@ -7,7 +7,7 @@ one with bytes that are not UTF-8, and a student whose code raises an exception 
 and message hold escape sequences. Each gradable student hands in a different set of correct
 step files, so each one's row and results file can only be theirs.
 
-`python tests/test_class_names.py ROOT N` builds such a class of N students (names in several
+`python tests/reports/test_class_names.py ROOT N` builds such a class of N students (names in several
 scripts) for a timing run of `grade-all`.
 """
 import csv
@@ -22,7 +22,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import ROOT  # noqa: E402
 
 from autograder import safe_text  # noqa: E402
@@ -315,7 +314,7 @@ def test_github_escaping_and_the_log_block():
 
 # ------------------------------------------------------------------ a big class, for timing
 def main(argv):
-    """python tests/test_class_names.py ROOT N: a class of N students, names in several scripts."""
+    """python tests/reports/test_class_names.py ROOT N: a class of N students, names in several scripts."""
     root, n = Path(argv[0]), int(argv[1])
     stems = ["张", "李", "王", "Иван", "Мария", "محمد", "فاطمة", "Ελένη", "😀", "Alice", "alice", "=SUM(A", "+", "-",
              "@", "o'brien", "a b"]

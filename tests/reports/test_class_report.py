@@ -1,4 +1,4 @@
-"""Issue 16: the class view. A generated class (tests/class_maker.py: correct code in many styles,
+"""Issue 16: the class view. A generated class (tests/harness/class_maker.py: correct code in many styles,
 mistakes the grader names, slow loops, a forbidden shortcut, stubs, two copied pairs disguised by
 renaming, reordering and recommenting, a link, a stray file, a name that is HTML and one in
 Chinese) is graded once with `grade-all --report`; the page and _class.json must match the CSV
@@ -18,8 +18,7 @@ from urllib.parse import unquote
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import class_maker  # noqa: E402
+from harness import class_maker  # noqa: E402
 from conftest import ROOT  # noqa: E402
 
 from autograder import i18n, submitted_files  # noqa: E402
@@ -427,8 +426,7 @@ def test_the_page_renders_in_headless_chromium(klass, tmp_path, lang):
     assert 'id="heatmap"' in text
     assert ('lang="zh-CN"' in text) == (lang == "zh")
     # drawn: the plots' bar colours fill pixels of the screenshot
-    sys.path.insert(0, str(ROOT / "tests"))
-    from test_html_report import _png_pixels
+    from harness.images import _png_pixels
     shot = tmp_path / "page.png"
     _chromium(tmp_path, "--window-size=1200,2600", f"--screenshot={shot}", page.as_uri())
     rgb = _png_pixels(shot)[..., :3].astype(int)

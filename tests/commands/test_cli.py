@@ -86,7 +86,7 @@ def test_student_text_reaches_the_terminal_escaped_and_every_report_is_written(t
     (page,) = (tmp_path / "pages").iterdir()
     assert page.name.startswith("stud_xff_x1b_2Jent~") and "Evil" in page.read_text(encoding="utf-8")
     # the forged `::error::` line is in the log, but inside ::stop-commands::: only the grader's annotation counts
-    from test_formats import workflow_commands
+    from harness.ci import workflow_commands
     assert "::error::forged" in out
     commands = [c.split("::")[1] for c in workflow_commands(out)]
     assert len(commands) == 7 and all(c.startswith("error ") for c in commands)      # one per step

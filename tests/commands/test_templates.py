@@ -17,21 +17,10 @@ import yaml
 
 from autograder.commands.cli import FORMATS
 from conftest import ROOT
+from harness.ci import grade_args, run_as_ci
 
 TEMPLATES = ROOT / "templates"
 TORCH = re.search(r"^TORCH_VERSION=(\S+)", (ROOT / "scripts/setup.sh").read_text(), re.M).group(1)
-
-
-def grade_args(command):
-    """{"submission": ..., "--format": ..., ...} from the `attention-kit grade ...` line of a command."""
-    line = next(ln for ln in command.splitlines() if "attention-kit grade" in ln)
-    words = shlex.split(line)
-    words = words[words.index("grade") + 1:]
-    args = {"submission": words[0]}
-    for i, word in enumerate(words[1:], 1):
-        if word.startswith("--") and i + 1 < len(words) and not words[i + 1].startswith("--"):
-            args[word] = words[i + 1]
-    return args
 
 
 def test_github_workflow_feeds_the_classroom_reporter():
@@ -87,16 +76,6 @@ def test_every_template_passes_the_course_language():
     assert job["variables"]["ATTENTION_KIT_LANG"] in i18n.LANGUAGES
     script = (TEMPLATES / "gradescope" / "run_autograder").read_text()
     assert 'LANGUAGE="${ATTENTION_KIT_LANG:-en}"' in script and script.rstrip().endswith('--lang "$LANGUAGE"')
-
-
-def run_as_ci(script, cwd, env):
-    """A template's shell lines, run by bash in `cwd` as the CI would, with the kit's console
-    script (the venv's) on PATH."""
-    path = os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"]
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, capture_output=True, text=True,
-                          timeout=600, env=dict(os.environ, PATH=path, **env))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
 
 
 def modern_repository(folder):

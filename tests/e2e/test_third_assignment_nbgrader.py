@@ -2,7 +2,7 @@
 registered by naming its file in ATTENTION_KIT_ASSIGNMENTS for every process (nbgrader, its
 preprocessors, the grader), with no change to the kit's modules or to nbgrader_config.py.
 
-One small course: the kit's course (tests/nbgrader_course.py) plus the third assignment's master,
+One small course: the kit's course (tests/harness/nbgrader_course.py) plus the third assignment's master,
 made here from its released stub (the reference in the solution cell between nbgrader's markers,
 the hidden-test cell every master ends with), released by the kit's `generate_assignment`. Three
 students: ada solved it, ben wrote K Q^T (the assignment's catalogued mistake), cy left the stub.
@@ -17,7 +17,7 @@ from autograder import contract, i18n
 from autograder.commands import release
 from autograder.i18n import translate
 from conftest import ROOT
-from nbgrader_course import (make_course, nbgrader, recorded, standalone_scores, start_standalone,
+from harness.nbgrader_course import (make_course, nbgrader, recorded, standalone_scores, start_standalone,
                              submit)
 
 HERE = ROOT / "tests" / "third_assignment"

@@ -24,7 +24,7 @@ NUMPY = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_
 TORCH = ["06_multi_head", "07_full_module"]
 ALL = NUMPY + TORCH
 LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]   # far above honest calls on a busy machine
-# print_flood: 9, its 5 MB strings per call are over the memory allowance of 4.9 (tests/test_hostile.py)
+# print_flood: 9, its 5 MB strings per call are over the memory allowance of 4.9 (tests/sandbox/test_hostile.py)
 HOSTILE = {"fork_bomb": 10, "os_exit_in_call": 0, "memory_hog": 0, "print_flood": 9, "signal_grader": 10,
            "segfault": 0}
 N_STUDENTS = 104

@@ -10,7 +10,7 @@ import pytest
 from autograder import contract
 from autograder.grading import run as grading
 
-SAMPLES = grading.Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = grading.Path(__file__).resolve().parent.parent.parent / "samples"
 STEP = "03_scaling"
 
 

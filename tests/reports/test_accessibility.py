@@ -3,7 +3,7 @@ check with no serious or critical violation, in English and in Chinese (issue 29
 
 axe-core (through `axe-playwright-python`, which bundles it: nothing is downloaded) runs in Debian's
 chromium (/usr/bin/chromium, which .ci/run installs), driven by Playwright as
-tests/test_student_browser.py drives it. The feedback page is a real grade of the lesson's code
+tests/e2e/test_student_browser.py drives it. The feedback page is a real grade of the lesson's code
 (failed checks, diagnoses, heatmaps); the class view is a synthetic class written the way
 grade-all leaves one (benchmarks/class_report_speed.py), built by `class-report`."""
 import importlib.util

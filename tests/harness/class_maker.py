@@ -17,7 +17,7 @@ A copy (`copy_of=`) takes another student's choices and writes them with other v
 other comments and the functions in another order (and, when the original is a script, as a
 notebook): what a student who copied and disguised it would hand in.
 
-`python tests/class_maker.py ROOT N` writes a class of N students for a timing run.
+`python tests/harness/class_maker.py ROOT N` writes a class of N students for a timing run.
 """
 import json
 import random
@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from string import Template
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 STUBS = ROOT / "assignments" / "self_attention"
 STEMS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum", "06_multi_head",
          "07_full_module"]
@@ -493,7 +493,7 @@ def write_class(root, plan):
 
 
 def main(argv):
-    """python tests/class_maker.py ROOT N: a class of N students (mostly correct, in many styles)."""
+    """python tests/harness/class_maker.py ROOT N: a class of N students (mostly correct, in many styles)."""
     root, n = Path(argv[0]), int(argv[1])
     scale = max(1, n // 40)
     plan = class_plan(14 * scale, 10 * scale, 4 * scale, 2 * scale, 4 * scale, 2 * scale)

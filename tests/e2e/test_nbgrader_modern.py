@@ -7,7 +7,7 @@ Two courses, graded side by side, each in a temporary copy of the repo's course:
 - Chinese (`c.AttentionKit.language = "zh"` in its nbgrader_config.py): the release must be the
   Chinese notebooks; li hands in two solved steps, a stub and three of ben's mistakes.
 A few notebooks per student and language keep it under two minutes (every stub and every mistake
-is graded on its own by tests/test_release.py and tests/test_misconception_catalogue.py).
+is graded on its own by tests/commands/test_release.py and tests/reference/test_misconception_catalogue.py).
 nbgrader must record the standalone grader's scores (full, zero, partial), the hidden cells'
 output and the feedback must name each stub's step and each mistake at its step in the course's
 language, and the feedback must carry neither the hidden cells' source nor reference code."""
@@ -24,7 +24,7 @@ from autograder.commands import release
 from autograder.i18n import _, translate
 from autograder.reference import misconceptions
 from conftest import ROOT
-from nbgrader_course import (feedback_text, hidden_cell, make_course, master_solutions, nbgrader, recorded,
+from harness.nbgrader_course import (feedback_text, hidden_cell, make_course, master_solutions, nbgrader, recorded,
                              standalone_scores, start_standalone, student_notebook, submit)
 
 ASSIGNMENT = "modern_attention"

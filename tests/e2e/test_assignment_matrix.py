@@ -28,7 +28,7 @@ from autograder.commands import batch, gradescope_zip
 from autograder.grading import run as grading
 from autograder.reports import class_view, github, gradescope_json, html, junit, similarity
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent      # tests/
 ROOT = HERE.parent
 THIRD = HERE / "third_assignment" / "assignment.py"
 ASSIGNMENTS = ["self_attention", "modern_attention", "toy_scores"]
@@ -303,8 +303,7 @@ def test_the_gradescope_zip_grades_its_assignment(graded, assignment, tmp_path):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_the_github_workflow_grades_a_repository_of_each_assignment(graded, assignment, tmp_path):
-    sys.path.insert(0, str(HERE))
-    from test_templates import grade_args, run_as_ci
+    from harness.ci import grade_args, run_as_ci
     wf = yaml.safe_load((TEMPLATES / "github" / "classroom.yml").read_text())
     step = next(s for s in next(iter(wf["jobs"].values()))["steps"] if "attention-kit grade" in s.get("run", ""))
     shutil.copytree(graded[assignment]["dir"] / "full", tmp_path / grade_args(step["run"])["submission"])
