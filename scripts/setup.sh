@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv/ at the repo root with a CPU build of torch and the kit (idempotent, quiet).
+# Installs go through uv (a Rust installer, from PyPI into the venv) where it can be had: a fresh
+# venv in some 20 s instead of some 4.5 minutes with pip (issue 27); pip otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -10,13 +12,35 @@ if [ ! -x .venv/bin/python ]; then
 fi
 pip() { .venv/bin/python -m pip --disable-pip-version-check -qq "$@"; }
 
+# uv reads none of pip's configuration: the same find-links, indexes, constraints and certificate
+# are handed to it here (from PIP_* variables, else pip's config files), and it weighs every index
+# as pip does (unsafe-best-match: the best version from any index, not the first index's only)
+UV=()
+if [ "${ATTENTION_KIT_NO_UV:-}" != 1 ] && { .venv/bin/python -m uv --version >/dev/null 2>&1 \
+        || pip install uv >/dev/null 2>&1; } && .venv/bin/python -m uv --version >/dev/null 2>&1; then
+    UV=(.venv/bin/python -m uv pip install --quiet --python .venv/bin/python --index-strategy unsafe-best-match)
+    setting() {     # PIP_X, else pip's global.x
+        local var="PIP_$(echo "$1" | tr 'a-z-' 'A-Z_')"
+        if [ -n "${!var:-}" ]; then echo "${!var}"; else pip config get "global.$1" 2>/dev/null || true; fi
+    }
+    for v in $(setting find-links); do UV+=(--find-links "$v"); done
+    for v in $(setting index-url); do UV+=(--index-url "$v"); done
+    for v in $(setting extra-index-url); do UV+=(--extra-index-url "$v"); done
+    for v in $(setting constraint); do [ -f "$v" ] && UV+=(--constraint "$v"); done
+    cert=$(setting cert)
+    if [ -n "$cert" ] && [ -z "${SSL_CERT_FILE:-}" ]; then export SSL_CERT_FILE="$cert"; fi
+fi
+install() {
+    if [ ${#UV[@]} -gt 0 ]; then "${UV[@]}" "$@"; else pip install "$@"; fi
+}
+
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     # Prefer a CPU build: a local wheel where pip is configured with one (find-links),
     # else PyTorch's CPU index. A bare `pip install torch` would pull a multi-GB CUDA build.
     if pip install --dry-run --no-deps --no-index "torch==${TORCH_VERSION}+cpu" >/dev/null 2>&1; then
-        pip install "torch==${TORCH_VERSION}+cpu"
+        install "torch==${TORCH_VERSION}+cpu"
     else
-        pip install "torch==${TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu \
+        install "torch==${TORCH_VERSION}" --index-url https://download.pytorch.org/whl/cpu \
             --extra-index-url https://pypi.org/simple
     fi
 fi
@@ -24,6 +48,6 @@ fi
 # the kit itself (editable) and what releasing and the tests need; skipped when unchanged
 stamp=.venv/.attention-kit-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    pip install -e ".[dev]"
+    install -e ".[dev]"
     touch "$stamp"
 fi
