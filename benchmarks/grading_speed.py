@@ -234,7 +234,8 @@ def measure(assignment, tmp, args, single_cmd_out):
              if args.memory else 0)
     grades = check_grades([tmp / f"{assignment}-grades{i}.csv" for i in range(args.runs)],
                           json.loads(single_cmd_out.read_text()))
-    result = {"steps": len(contract.ASSIGNMENTS[assignment]), "batch_runs": batch_runs, "grades": grades,
+    result = {"steps": len(contract.ASSIGNMENTS[assignment]), "kinds": kinds_of(assignment),
+              "batch_runs": batch_runs, "grades": grades,
               "seconds": {"batch": batch[0]}, "peak_bytes": {"batch": batch[1]}}
     if args.nbgrader_n <= 0:
         return result                  # no nbgrader: its figures and the ratios against it are left out
@@ -369,7 +370,9 @@ def render(data):
              f"{'bare python -c import torch,numpy':<34}{data['bare']['seconds']:>10.2f}{mib(data['bare']['peak_bytes']):>14}"]
     for assignment, run in data["assignments"].items():
         sec, peak = run["seconds"], run["peak_bytes"]
-        lines += [f"{assignment} ({run['steps']} notebooks a submission)",
+        kinds = run.get("kinds", KINDS)              # fewer where the assignment has no slips (no buggy student)
+        lines += [f"{assignment} ({run['steps']} notebooks a submission"
+                  + (f"; {', '.join(kinds)} in turn" if kinds != KINDS else "") + ")",
                   f"{'  single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
                   f"{'  batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
                   f"   ({sec['batch'] / data['n']:.2f} s per submission"

@@ -455,7 +455,7 @@ def test_the_benchmark_runs_for_an_assignment_from_outside_the_kit(third, tmp_pa
                            "toy_scores", "--n", "3", "--runs", "1", "--nbgrader-n", "0", "--no-memory",
                            "--otter-n", "0", "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "toy_scores (1 notebooks a submission)" in proc.stdout
+    assert "toy_scores (1 notebooks a submission; correct, slow, stub in turn)" in proc.stdout
     assert "correct 10/10, slow 10/10, stub 0/10" in proc.stdout
     assert "vs nbgrader" not in proc.stdout and "nbgrader autograde" not in proc.stdout
 
