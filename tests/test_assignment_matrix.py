@@ -469,3 +469,26 @@ def test_the_benchmark_reads_a_gradebook_with_a_byte_order_mark(tmp_path):
     assert bench.check_grades([path], {"score": 10.0}) == {"correct": "10/10", "stub": "0/10"}
     bench.check_floor_grades("toy_scores", {"/x/s000_correct/toy_scores": "10/10", "/x/s001_stub/toy_scores": "0/10"},
                              path)
+
+
+# ------------------------------------------------------------------ `grade` on the command line
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_grade_on_the_command_line_with_html_junit_and_chinese(graded, assignment, tmp_path):
+    """`python -m autograder grade SUB --lang zh --format junit --html DIR` (the third assignment
+    registered by the environment): the same step scores as the warm grader's, the JUnit suite and
+    the feedback page in that assignment's terms."""
+    sub = graded[assignment]["dir"] / "partial"
+    run_cli("grade", str(sub), "--results", str(tmp_path / "results.json"), "--lang", "zh", "--format", "junit",
+            "--out", str(tmp_path / "junit.xml"), "--html", str(tmp_path / "pages"), "--quiet")
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    its = contract.REGISTRY[assignment]
+    assert results["extra_data"]["assignment"] == assignment
+    assert step_scores(results) == {s: scores(graded[assignment]["partial"]).get(s, 0.0) for s in step_scores(results)}
+    assert results["score"] == graded[assignment]["partial"].score
+    xml = ET.fromstring((tmp_path / "junit.xml").read_text(encoding="utf-8").split("\n", 1)[1])
+    assert xml.get("name") == f"attention-kit {assignment}"
+    (page,) = (tmp_path / "pages").glob("*.html")
+    text = page.read_text(encoding="utf-8")
+    assert f'<html lang="{html.HTML_LANG["zh"]}"' in text
+    with i18n.language("zh"):
+        assert html_escape(str(its.steps[0].shown_title)) in text
