@@ -315,10 +315,16 @@ class Assignment:
     suites: Path = KIT_ROOT / "autograder" / "suites"
     stubs: Path = None               # default: <kit>/assignments/<name>
     home: Path = None                # a folder of its own outside the kit (packed into the Gradescope zip), or None
-    # the package of its known mistakes applied to its references, one module per step named for the
-    # stem without its number (01_masks -> masks.py), each with the audit's probes(rng, dtype, scale);
-    # None: the first assignment's, in reference/variants.py and reference/equivalence.py
-    variants: str = None
+    # its known mistakes applied to its references, one module per step named for the stem without
+    # its number (01_masks -> masks.py), each with the audit's probes(rng, dtype, scale): a package's
+    # import name ("autograder.reference.modern") or a folder (a Path) of such modules; None: the
+    # first assignment's, in reference/variants.py and reference/equivalence.py
+    variants: object = None
+    # the folder of its references, step<stem>.py each (the suites' oracle, what the audit mutates);
+    # None: solutions/<tag>/ (where `build` writes the kit's own)
+    references: Path = None
+    # the mutation operators its audit applies (reference/mutants.py); None: every one (OPERATORS)
+    operators: tuple = None
     # what its derived files are named by: its name unless said (solutions/<name>/,
     # notebooks_<name>.pot, docs/mutation_audit_<name>.json, `<name>` in the docs' markers); the
     # first assignment's is "", its files keep the names they had when it was the only one
@@ -333,6 +339,14 @@ class Assignment:
     def tagged(self, plain, sep="_"):
         """`plain` with the assignment's tag: "notebooks" -> "notebooks" (first), "notebooks_modern_attention"."""
         return f"{plain}{sep}{self.tag}" if self.tag else plain
+
+    @property
+    def reference_folder(self):
+        return Path(self.references) if self.references is not None else KIT_ROOT / "solutions" / self.tag
+
+    def reference_file(self, stem):
+        """The reference of one of its steps: <reference_folder>/step<stem>.py."""
+        return self.reference_folder / f"step{stem}.py"
 
     @property
     def stub_folder(self):

@@ -1,26 +1,31 @@
 """How fast the kit grades, next to nbgrader autograde, on the same notebooks (a benchmark, not a test).
 
     .venv/bin/python benchmarks/grading_speed.py [--n 40] [--nbgrader-n 4] [--jobs CORES] [--assignments A,B]
+                                                 [--runs 3] [--no-memory] [--otter-n 1]
 
-Builds, for every assignment (self_attention and modern_attention), N submissions as notebooks
-(the released notebooks filled in: correct ones, buggy ones with a slip in every step, stubs
-left in, slow ones whose every notebook sleeps --slow-seconds at import), then measures in one
-run:
+Builds, for every registered assignment (contract.ASSIGNMENTS: the kit's, and one named in
+ATTENTION_KIT_ASSIGNMENTS), N submissions as notebooks (the released notebooks filled in: correct
+ones, buggy ones with a slip in every step, stubs left in, slow ones whose every notebook sleeps
+--slow-seconds at import; an assignment with no master in source/ gets its reference, from
+contract.Assignment.reference_file, in its stub's first solution cell, and no buggy student
+unless SLIPS has its slips), then measures in one run:
   bare      `python -c "import torch, numpy"`: the floor for any cold grade
   single    `python -m autograder grade` of one correct submission, a cold process (median of 5,
             interleaved with the bare import and the other assignments' single grades)
   batch     `python -m autograder grade-all` of all N, per submission (workers' start included;
-            median of three runs), its grades checked first: the same in every run, alike for
+            median of --runs runs), its grades checked first: the same in every run, alike for
             every student of a kind, full marks where due, and as the single grade
   nbgrader  `nbgrader autograde` of the first --nbgrader-n of them in a temporary course copy,
-            per submission (it starts a kernel per notebook, one notebook after another)
+            per submission (it starts a kernel per notebook, one notebook after another; 0: not
+            run, and the ratios against it are not told)
   floor     benchmarks/floor.py: the same checks on the same submissions, the student's code called
             in-process (no child, no wall, no pipes; --jobs workers like the batch; median of three),
             its grades checked equal to the batch's; and its cold grade of one correct submission
   otter     benchmarks/peer_otter.py: otter-grader (pip install -e .[bench]) on the first --otter-n
             submissions, one hidden test per step, `otter run` per notebook (no Docker here)
 and prints, per assignment, the ratios against the targets of issues 7 and 32, and each run's peak memory (the sum of the
-proportional set size (PSS) of every process it started, sampled every 0.1 s).
+proportional set size (PSS) of every process it started, sampled every 0.1 s, in a run of its own;
+--no-memory: not measured).
 
     --record   also writes the figures to benchmarks/grading_speed.json and puts the same table
                into docs/benchmark.md between its `benchmark:grading_speed` markers (the figures are
@@ -61,8 +66,23 @@ STUB_STEPS = {"self_attention": ("04_softmax", "07_full_module"),
 
 
 # ------------------------------------------------------------------ submissions
+def kinds_of(assignment):
+    """The kinds of student built for an assignment: no buggy one where no slips are written for it."""
+    return [k for k in KINDS if k != "buggy" or assignment in SLIPS]
+
+
+def stub_steps(assignment):
+    """The steps a stub student leaves as released: STUB_STEPS', else the assignment's last step."""
+    return STUB_STEPS.get(assignment, (contract.ASSIGNMENTS[assignment][-1].stem,))
+
+
 def master_solutions(assignment, stem):
-    nb = nbformat.read(str(ROOT / "source" / assignment / f"{stem}.ipynb"), as_version=4)
+    """{grade_id: code} of the master's solution cells, or None where the assignment has no master in
+    source/ (one registered from outside the kit): its reference then fills the first solution cell."""
+    master = ROOT / "source" / assignment / f"{stem}.ipynb"
+    if not master.exists():
+        return None
+    nb = nbformat.read(str(master), as_version=4)
     return {c.metadata.nbgrader.grade_id: "\n".join(ln for ln in c.source.split("\n")
                                                     if release.BEGIN not in ln and release.END not in ln)
             for c in nb.cells if release.is_solution_cell(c)}
@@ -76,18 +96,20 @@ def slipped(assignment, code):
 
 def notebook(assignment, stem, kind):
     """The released notebook of `stem`, filled in as a `kind` student would."""
-    nb = nbformat.read(str(ROOT / "assignments" / assignment / f"{stem}.ipynb"), as_version=4)
+    its = contract.REGISTRY[assignment]
+    nb = nbformat.read(str(its.stub_folder / f"{stem}.ipynb"), as_version=4)
     solutions = master_solutions(assignment, stem)
+    reference = its.reference_file(stem).read_text(encoding="utf-8") if solutions is None else None
     first, slips = True, 0
     for cell in nb.cells:
         if not release.is_solution_cell(cell):
             continue
-        code = solutions[cell.metadata.nbgrader.grade_id]
+        code = solutions[cell.metadata.nbgrader.grade_id] if solutions is not None else reference if first else ""
         if kind == "buggy":
             buggy = slipped(assignment, code)
             slips += buggy != code
             code = buggy
-        elif kind == "stub" and stem in STUB_STEPS[assignment]:
+        elif kind == "stub" and stem in stub_steps(assignment):
             continue              # left as released
         elif kind == "slow" and first:   # work at import, as a student's demo loop might take
             code = f"import time\ntime.sleep({SLOW_SECONDS})\n" + code
@@ -104,8 +126,9 @@ SLOW_SECONDS = 0.3   # per notebook of a "slow" student (--slow-seconds)
 
 def build_class(folder, assignment, n):
     """submitted/<student>/<assignment>/*.ipynb for n students, kinds in turn."""
+    kinds = kinds_of(assignment)
     for i in range(n):
-        kind = KINDS[i % len(KINDS)]
+        kind = kinds[i % len(kinds)]
         sub = folder / "submitted" / f"s{i:03d}_{kind}" / assignment
         sub.mkdir(parents=True)
         for step in contract.ASSIGNMENTS[assignment]:
@@ -180,14 +203,15 @@ def peak_of(cmd, **kw):
     return timed(cmd, sample=True, **kw)[1]
 
 
-def medians_interleaved(k, *cmds):
+def medians_interleaved(k, *cmds, memory=True):
     """(median seconds, peak bytes) of each command, run k times in turn (a, b, a, b, ...), so
-    that a change in the machine's load falls on both alike; then one sampled run each for memory."""
+    that a change in the machine's load falls on both alike; then one sampled run each for memory
+    (peak 0 with memory=False)."""
     runs = [[] for _ in cmds]
     for _ in range(k):
         for i, cmd in enumerate(cmds):
             runs[i].append(timed(cmd)[0])
-    return [(statistics.median(rs), peak_of(cmd)) for rs, cmd in zip(runs, cmds)]
+    return [(statistics.median(rs), peak_of(cmd) if memory else 0) for rs, cmd in zip(runs, cmds)]
 
 
 def course_copy(folder):
@@ -203,34 +227,44 @@ def measure(assignment, tmp, args, single_cmd_out):
     py = sys.executable
     course = tmp / assignment
     batch_cmd = [py, "-m", "autograder", "grade-all", str(course), "--jobs", str(args.jobs)]
-    # three runs, each into an empty folder (a rerun into the same one skips everything)
+    # --runs runs, each into an empty folder (a rerun into the same one skips everything)
     batch_runs = [timed(batch_cmd + ["--results-dir", str(tmp / f"{assignment}-out{i}"),
-                                     "--csv", str(tmp / f"{assignment}-grades{i}.csv")])[0] for i in range(3)]
-    batch = (statistics.median(batch_runs), peak_of(batch_cmd + ["--results-dir", str(tmp / f"{assignment}-sampled")]))
-    grades = check_grades([tmp / f"{assignment}-grades{i}.csv" for i in range(3)],
+                                     "--csv", str(tmp / f"{assignment}-grades{i}.csv")])[0] for i in range(args.runs)]
+    batch = (statistics.median(batch_runs), peak_of(batch_cmd + ["--results-dir", str(tmp / f"{assignment}-sampled")])
+             if args.memory else 0)
+    grades = check_grades([tmp / f"{assignment}-grades{i}.csv" for i in range(args.runs)],
                           json.loads(single_cmd_out.read_text()))
+    result = {"steps": len(contract.ASSIGNMENTS[assignment]), "kinds": kinds_of(assignment),
+              "batch_runs": batch_runs, "grades": grades,
+              "seconds": {"batch": batch[0]}, "peak_bytes": {"batch": batch[1]}}
+    if args.nbgrader_n <= 0:
+        return result                  # no nbgrader: its figures and the ratios against it are left out
 
     # nbgrader on the first --nbgrader-n students, in a course of their own (timed), and on
     # the first student alone in another (sampled for memory: it grades one after another)
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     runs = []
-    for name, n, sample in (("nbcourse", args.nbgrader_n, False), ("nbcourse-sampled", 1, True)):
+    for name, n, sample in (("nbcourse", args.nbgrader_n, False), ("nbcourse-sampled", 1, True))[:1 + args.memory]:
         nbc = course_copy(tmp / f"{assignment}-{name}")
         for sub in sorted((course / "submitted").iterdir())[:n]:
             shutil.copytree(sub, nbc / "submitted" / sub.name)
         db = [f"--CourseDirectory.db_url=sqlite:///{nbc / 'gradebook.db'}", "--log-level=ERROR"]
         timed([str(BIN / "nbgrader"), "generate_assignment", assignment, *db], cwd=nbc, env=env)
         runs.append(timed([str(BIN / "nbgrader"), "autograde", assignment, *db], cwd=nbc, env=env, sample=sample))
-    return {"steps": len(contract.ASSIGNMENTS[assignment]), "batch_runs": batch_runs, "grades": grades,
-            "seconds": {"batch": batch[0], "nbgrader": runs[0][0]},
-            "peak_bytes": {"batch": batch[1], "nbgrader": runs[1][1]}}
+    result["seconds"]["nbgrader"] = runs[0][0]
+    result["peak_bytes"]["nbgrader"] = runs[-1][1] if args.memory else 0
+    return result
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=40, help="submissions in the batch (default %(default)s)")
     ap.add_argument("--nbgrader-n", type=int, default=4, help="of them, how many nbgrader autogrades "
-                    "(12-20 s each; default %(default)s)")
+                    "(12-20 s each; 0: no nbgrader; default %(default)s)")
+    ap.add_argument("--runs", type=int, default=3, help="timed runs of the batch and the floor, the median kept "
+                    "(the cold single grades: 2 * runs - 1, interleaved; default %(default)s)")
+    ap.add_argument("--no-memory", dest="memory", action="store_false",
+                    help="no extra sampled run for peak memory (peaks shown as 0)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count(), help="grade-all workers (default: cores)")
     ap.add_argument("--assignments", default=",".join(contract.ASSIGNMENTS),
                     help="which assignments, comma-separated (default: all, %(default)s)")
@@ -246,6 +280,8 @@ def main():
         raise SystemExit(f"unknown assignment(s) {', '.join(unknown)}; known: {', '.join(contract.ASSIGNMENTS)}")
     if args.record and assignments != list(contract.ASSIGNMENTS):
         raise SystemExit("--record measures every assignment: leave out --assignments")
+    if args.runs < 1:
+        raise SystemExit("--runs: at least 1")
     load_before = os.getloadavg()[0]
     globals()["SLOW_SECONDS"] = args.slow_seconds
     py = sys.executable
@@ -257,7 +293,8 @@ def main():
         singles = [[py, "-m", "autograder", "grade", str(tmp / a / "submitted" / "s000_correct" / a),
                     "--results", str(tmp / f"{a}-one.json"), "--quiet"] for a in assignments]
         cold_floors = [floor_cmd(a, [tmp / a / "submitted" / "s000_correct" / a], 1) for a in assignments]
-        bare, *timings = medians_interleaved(5, [py, "-c", "import torch, numpy"], *singles, *cold_floors)
+        bare, *timings = medians_interleaved(2 * args.runs - 1, [py, "-c", "import torch, numpy"], *singles,
+                                             *cold_floors, memory=args.memory)
         single, cold_floor = timings[:len(assignments)], timings[len(assignments):]
         runs = {}
         for assignment, one in zip(assignments, single):
@@ -282,7 +319,10 @@ def check_grades(csv_paths, single_result):
     the student's name) got the same row; the correct and slow ones full marks; and the correct
     student's total is the one the single grade gave. Returns {kind: "total/max"}."""
     import csv
-    runs = [list(csv.DictReader(open(p))) for p in csv_paths]
+    runs = []
+    for p in csv_paths:          # grade-all writes UTF-8 with a byte order mark (Excel): read it as such
+        with open(p, encoding="utf-8-sig", newline="") as f:
+            runs.append(list(csv.DictReader(f)))
     problems = [f"run {i + 1} differs from run 1" for i, rows in enumerate(runs[1:], 1) if rows != runs[0]]
     by_kind = {}
     for row in runs[0]:
@@ -309,9 +349,13 @@ TARGETS = (("single vs nbgrader, per submission", ">= 6x faster", 6, "higher"),
 
 
 def ratios(data, run):
-    """The three ratios of issue 7 for one assignment's `run`, from the measured seconds."""
+    """The three ratios of issue 7 for one assignment's `run`, from the measured seconds (None for
+    those against nbgrader where it was not run)."""
     sec = run["seconds"]
-    nbg_per, batch_per = sec["nbgrader"] / data["nbgrader_n"], sec["batch"] / data["n"]
+    batch_per = sec["batch"] / data["n"]
+    if "nbgrader" not in sec:
+        return [None, None, sec["single"] / data["bare"]["seconds"]]
+    nbg_per = sec["nbgrader"] / data["nbgrader_n"]
     return [nbg_per / sec["single"], nbg_per / batch_per, sec["single"] / data["bare"]["seconds"]]
 
 
@@ -326,19 +370,24 @@ def render(data):
              f"{'bare python -c import torch,numpy':<34}{data['bare']['seconds']:>10.2f}{mib(data['bare']['peak_bytes']):>14}"]
     for assignment, run in data["assignments"].items():
         sec, peak = run["seconds"], run["peak_bytes"]
-        lines += [f"{assignment} ({run['steps']} notebooks a submission)",
+        kinds = run.get("kinds", KINDS)              # fewer where the assignment has no slips (no buggy student)
+        lines += [f"{assignment} ({run['steps']} notebooks a submission"
+                  + (f"; {', '.join(kinds)} in turn" if kinds != KINDS else "") + ")",
                   f"{'  single: grade (cold process)':<34}{sec['single']:>10.2f}{mib(peak['single']):>14}",
                   f"{'  batch: grade-all --jobs %d' % data['jobs']:<34}{sec['batch']:>10.2f}{mib(peak['batch']):>14}"
                   f"   ({sec['batch'] / data['n']:.2f} s per submission"
                   + (f"; median of {len(run['batch_runs'])} runs, {min(run['batch_runs']):.2f} to "
                      f"{max(run['batch_runs']):.2f} s" if run.get("batch_runs") else "")
-                  + ")",
-                  f"{'  nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
-                  f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)"]
+                  + ")"]
+        if "nbgrader" in sec:
+            lines.append(f"{'  nbgrader autograde (%d subs)' % data['nbgrader_n']:<34}{sec['nbgrader']:>10.2f}"
+                         f"{mib(peak['nbgrader']):>14}   ({sec['nbgrader'] / data['nbgrader_n']:.2f} s per submission)")
         if run.get("grades"):
             lines.append("  grades (the same in every batch run, for every student of a kind, and as the single grade): "
                          + ", ".join(f"{kind} {total}" for kind, total in run["grades"].items()))
         for (name, target, bound, better), ratio in zip(TARGETS, ratios(data, run)):
+            if ratio is None:
+                continue
             ok = ratio >= bound if better == "higher" else ratio <= bound
             lines.append(f"  {name:<36}{ratio:>7.1f}x   target {target:<14}{'met' if ok else 'NOT met'}")
         lines += render_floor(data, run)
@@ -364,7 +413,7 @@ def floor_and_peer(assignment, tmp, args, cold_floor):
     subs = sorted((tmp / assignment / "submitted").iterdir())
     cmd = floor_cmd(assignment, [s / assignment for s in subs], args.jobs)
     runs, grades = [], None
-    for _ in range(3):
+    for _ in range(args.runs):
         start = time.monotonic()
         out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         runs.append(time.monotonic() - start)
@@ -389,7 +438,8 @@ def check_floor_grades(assignment, grades, csv_path):
     """The floor ran the same checks only if it gave every student the batch's total:
     `grades` is floor.py's {submission folder: "score/max"}, `csv_path` the batch's gradebook."""
     import csv
-    batch = {row["student"]: (float(row["total"]), float(row["max_score"])) for row in csv.DictReader(open(csv_path))}
+    with open(csv_path, encoding="utf-8-sig", newline="") as f:        # grade-all's byte order mark
+        batch = {row["student"]: (float(row["total"]), float(row["max_score"])) for row in csv.DictReader(f)}
     floor = {Path(sub).parent.name: tuple(map(float, g.split("/"))) for sub, g in grades.items()}
     if floor != batch:
         raise SystemExit(f"the floor grades {assignment} unlike the batch (not the same checks?):\n"

@@ -93,13 +93,14 @@ def plan(steps=None):
             for a in contract.ASSIGNMENTS if any(contract.ASSIGNMENT_OF[s] == a for s in steps)}
 
 
-def select(steps=None, sample=None, seed=0, operators=mutation.OPERATORS):
-    """The mutants to audit: all of each step's, or `sample` of them drawn with `seed`."""
+def select(steps=None, sample=None, seed=0, operators=None):
+    """The mutants to audit: all of each step's, or `sample` of them drawn with `seed`; made by
+    `operators`, by default its assignment's (contract.Assignment.operators: every one unless said)."""
     chosen = []
     for step in contract.ASSIGNMENTS[assignment_of(steps)]:
         if steps and step.stem not in steps:
             continue
-        found = mutation.mutants(step.stem, operators)
+        found = mutation.mutants(step.stem, operators or mutation.operators_of(step.stem))
         if sample is not None and sample < len(found):
             found = sorted(random.Random(f"{seed}:{step.stem}").sample(found, sample), key=lambda m: m.number)
         chosen += found
@@ -275,8 +276,12 @@ PAGE = KIT_ROOT / "docs" / "audit.md"      # the documentation site's audit page
 
 def record_path(assignment):
     """docs/mutation_audit.json for the first assignment, docs/mutation_audit_<assignment>.json for
-    another (named by its tag in the registry, contract.Assignment.tag)."""
-    return KIT_ROOT / "docs" / f"{contract.REGISTRY[assignment].tagged('mutation_audit')}.json"
+    another of the kit's (named by its tag in the registry, contract.Assignment.tag); an assignment
+    from outside the kit (its `home`) keeps its record there: <home>/mutation_audit.json."""
+    its = contract.REGISTRY[assignment]
+    if its.home is not None:
+        return Path(its.home) / "mutation_audit.json"
+    return KIT_ROOT / "docs" / f"{its.tagged('mutation_audit')}.json"
 
 
 def readme_markers(assignment):
@@ -293,7 +298,7 @@ README_BEGIN, README_END = readme_markers(contract.DEFAULT_ASSIGNMENT)
 def report_data(outcomes, timings):
     flagged = {id(o) for _t, found in findings(outcomes) for o in found}
     return {"scores": scores(outcomes), "timings_s": {k: round(v, 1) for k, v in timings.items()},
-            "operators": list(mutation.OPERATORS),
+            "operators": list(mutation.operators_of(outcomes[0].mutant.stem) if outcomes else mutation.OPERATORS),
             "mutants": [o.as_dict(with_diff=id(o) in flagged) for o in outcomes]}
 
 
@@ -324,7 +329,8 @@ def readme_span(readme, assignment):
 
 
 def record(outcomes, timings, jobs, assignment=contract.DEFAULT_ASSIGNMENT):
-    """The assignment's record (record_path) and its table in docs/audit.md (between its markers), from this run."""
+    """The assignment's record (record_path) and, for the kit's own, its table in docs/audit.md
+    (between its markers), from this run."""
     import datetime
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=KIT_ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
@@ -334,6 +340,8 @@ def record(outcomes, timings, jobs, assignment=contract.DEFAULT_ASSIGNMENT):
     path = record_path(assignment)
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    if contract.REGISTRY[assignment].home is not None:
+        return path                 # not the kit's: its record lives with it, the kit's page is not its
     readme = PAGE.read_text(encoding="utf-8")
     a, b = readme_span(readme, assignment)
     PAGE.write_text(readme[:a] + readme_block(data, assignment) + readme[b:], encoding="utf-8")

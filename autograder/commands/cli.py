@@ -544,7 +544,8 @@ def audit(args):
         print(f"{assignment}:\n{mutation_audit.text(outcomes, timings)}\n")
         if args.record:
             path = mutation_audit.record(outcomes, timings, args.jobs, assignment)
-            print(f"recorded: {path.relative_to(mutation_audit.KIT_ROOT)} and docs/audit.md\n")
+            page = "" if contract.REGISTRY[assignment].home is not None else " and docs/audit.md"
+            print(f"recorded: {os.path.relpath(path, mutation_audit.KIT_ROOT)}{page}\n")
         everything += outcomes
         total = {k: total.get(k, 0.0) + v for k, v in timings.items()}
     if args.report:

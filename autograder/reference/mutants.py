@@ -50,11 +50,8 @@ import ast
 import copy
 import difflib
 from dataclasses import dataclass
-from pathlib import Path
 
 from autograder import contract
-
-SOLUTIONS = Path(__file__).resolve().parents[2] / "solutions"
 
 OPERATORS = ("matmul-swap", "transpose-drop", "transpose-add", "transpose-full", "matmul-other", "axis-change", "shape-index", "keepdims-flip",
              "term-drop", "sqrt-change", "div-mul", "inplace-arg", "dtype-cast", "detach",
@@ -91,15 +88,19 @@ class Mutant:
 
 
 def reference_path(stem):
-    """solutions/stepNN_name.py for the first assignment's steps, solutions/<assignment>/stepNN_name.py
-    for another's (where `build` writes them)."""
-    assignment = contract.ASSIGNMENT_OF[stem]
-    folder = SOLUTIONS if assignment == contract.ASSIGNMENT else SOLUTIONS / assignment
-    return folder / f"step{stem}.py"
+    """The reference a step's mutants are made from: its assignment's `reference_file` in the registry
+    (solutions/stepNN_name.py for the first assignment, solutions/<assignment>/stepNN_name.py for the
+    kit's others, an outside assignment's own `references` folder)."""
+    return contract.assignment_of_step(stem).reference_file(stem)
 
 
 def reference_source(stem):
     return reference_path(stem).read_text(encoding="utf-8")
+
+
+def operators_of(stem):
+    """The operators the audit applies to a step: its assignment's `operators`, or every one."""
+    return contract.assignment_of_step(stem).operators or OPERATORS
 
 
 def mutants(stem, operators=OPERATORS):

@@ -38,11 +38,8 @@ TEMPLATES = ROOT / "templates"
 
 # ------------------------------------------------------------------ the submissions
 def reference_code(assignment, stem):
-    """A correct step file: the kit's reference, or the third assignment's."""
-    if assignment == "toy_scores":
-        return (HERE / "third_assignment" / "reference.py").read_text()
-    folder = ROOT / "solutions" if assignment == "self_attention" else ROOT / "solutions" / assignment
-    return (folder / f"step{stem}.py").read_text()
+    """A correct step file: the assignment's reference (contract.Assignment.reference_file)."""
+    return contract.REGISTRY[assignment].reference_file(stem).read_text()
 
 
 def filled_notebook(assignment, stem):
@@ -347,3 +344,150 @@ def test_a_zip_and_a_folder_give_the_same_step_files(tmp_path):
     from_folder = {s: f.relative for s, f in submitted_files.find(folder).files.items()}
     assert dict(batch.read_files(str(tmp_path / "s.zip"))) == {rel: tree[rel] for rel in from_folder.values()}
     assert from_folder == {"01_masks": "01_masks.py", "05_kv_cache": "w/05_kv_cache.ipynb"}
+
+
+# ------------------------------------------------------------------ the audit, per assignment
+def audit_report(tmp, name, *args):
+    report = tmp / f"{name}.json"
+    run_cli("audit", *args, "--jobs", "1", "--report", str(report))
+    return json.loads(report.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def audited(third, tmp_path_factory):
+    """One mutant of each assignment's first step (the kit's, sampled), and the third assignment's
+    whole audit (10 mutants), each through `python -m autograder audit` (the third registered by
+    ATTENTION_KIT_ASSIGNMENTS in that process and its workers)."""
+    tmp = tmp_path_factory.mktemp("audit")
+    firsts = ",".join(contract.ASSIGNMENTS[a][0].stem for a in ASSIGNMENTS)
+    return {"sample": audit_report(tmp, "sample", "--steps", firsts, "--sample", "1"),
+            "third": audit_report(tmp, "third", "--steps", contract.ASSIGNMENTS["toy_scores"][0].stem)}
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_audit_mutates_each_assignments_own_reference_and_kills_it(audited, assignment):
+    from autograder.reference import mutants
+    stem = contract.ASSIGNMENTS[assignment][0].stem
+    mine = [m for m in audited["sample"]["mutants"] if m["step"] == stem]
+    assert len(mine) == 1 and mine[0]["verdict"] in ("killed", "crashed", "equivalent"), mine
+    assert not mine[0]["other_steps_lost"]
+    # made from the registry's reference of that assignment, with its operators
+    assert contract.REGISTRY[assignment].reference_file(stem) == mutants.reference_path(stem)
+    assert mine[0]["id"] in {m.id for m in mutants.mutants(stem, mutants.operators_of(stem))}
+
+
+def test_the_third_assignments_audit_is_whole_and_as_recorded(audited):
+    """Audited from outside the kit: 10 mutants, none surviving, each with the verdict recorded in
+    tests/third_assignment/mutation_audit.json (`audit --steps 01_toy_scores --record`)."""
+    from autograder.commands import audit
+    data = audited["third"]
+    assert data["scores"]["all"]["mutants"] == 10 and data["scores"]["all"]["survived"] == 0
+    assert data["scores"]["all"]["score"] == 1.0
+    recorded = json.loads(audit.record_path("toy_scores").read_text(encoding="utf-8"))
+    assert audit.record_path("toy_scores") == HERE / "third_assignment" / "mutation_audit.json"
+    assert recorded["assignment"] == "toy_scores"
+    assert {m["id"]: m["verdict"] for m in data["mutants"]} == {m["id"]: m["verdict"] for m in recorded["mutants"]}
+    assert recorded["scores"] == {k: data["scores"][k] for k in recorded["scores"]}
+
+
+def test_the_kits_audits_are_unchanged_by_the_registry():
+    """The kit's assignments keep their mutants (416 and 632) and their records in docs/."""
+    from autograder.commands import audit
+    from autograder.reference import mutants
+    for assignment, n in (("self_attention", 416), ("modern_attention", 632)):
+        stems = audit.audited_steps(assignment)
+        assert sum(len(mutants.mutants(s, mutants.operators_of(s))) for s in stems) == n
+        assert audit.record_path(assignment).parent == ROOT / "docs"
+        assert json.loads(audit.record_path(assignment).read_text())["scores"]["all"]["mutants"] == n
+
+
+# ------------------------------------------------------------------ the benchmark, per assignment
+def load_benchmark():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("grading_speed", ROOT / "benchmarks" / "grading_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def benched(third, tmp_path_factory):
+    """The benchmark's class of each assignment (one student of each kind, as notebooks), its correct
+    and stub students graded by one warm Grader."""
+    bench = load_benchmark()
+    tmp = tmp_path_factory.mktemp("bench")
+    grader = grading.Grader()
+    out = {}
+    try:
+        for a in ASSIGNMENTS:
+            kinds = bench.kinds_of(a)
+            bench.build_class(tmp / a, a, len(kinds))
+            subs = {p.name.split("_", 1)[1]: p / a for p in sorted((tmp / a / "submitted").iterdir())}
+            out[a] = {"kinds": kinds, "subs": subs,
+                      "graded": {k: grader.grade(str(subs[k])) for k in ("correct", "stub")}}
+    finally:
+        grader.close()
+    return bench, out
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_the_benchmark_builds_and_grades_each_assignments_class(benched, assignment):
+    bench, out = benched
+    its, mine = contract.REGISTRY[assignment], out[assignment]
+    assert set(mine["subs"]) == set(mine["kinds"]) and ("buggy" in mine["kinds"]) == (assignment != "toy_scores")
+    for sub in mine["subs"].values():
+        assert sorted(p.name for p in sub.iterdir()) == sorted(f"{s}.ipynb" for s in its.stems)
+    correct, stub = mine["graded"]["correct"], mine["graded"]["stub"]
+    assert correct.score == correct.max_score == its.max_score
+    left = set(bench.stub_steps(assignment))
+    assert {s for s, v in scores(stub).items() if v == 0} == left
+    assert {s: v for s, v in scores(stub).items() if s not in left} == \
+        {s: v for s, v in scores(correct).items() if s not in left}
+
+
+def test_the_benchmark_runs_for_an_assignment_from_outside_the_kit(third, tmp_path):
+    """benchmarks/grading_speed.py end to end for the third assignment (registered by the
+    environment): its class graded by grade-all and read back from the gradebook, which grade-all
+    writes with a byte order mark (the benchmark once failed there with KeyError 'student'), the
+    floor's grades checked against it; no nbgrader, no memory sampling, one run."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "grading_speed.py"), "--assignments",
+                           "toy_scores", "--n", "3", "--runs", "1", "--nbgrader-n", "0", "--no-memory",
+                           "--otter-n", "0", "--jobs", "1"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "toy_scores (1 notebooks a submission; correct, slow, stub in turn)" in proc.stdout
+    assert "correct 10/10, slow 10/10, stub 0/10" in proc.stdout
+    assert "vs nbgrader" not in proc.stdout and "nbgrader autograde" not in proc.stdout
+
+
+def test_the_benchmark_reads_a_gradebook_with_a_byte_order_mark(tmp_path):
+    bench = load_benchmark()
+    text = "student,01_toy_scores,total,max_score,error\ns000_correct,10,10,10,\ns001_stub,0,0,10,\n"
+    path = tmp_path / "grades.csv"
+    path.write_text(text, encoding="utf-8-sig")
+    assert path.read_bytes().startswith(b"\xef\xbb\xbf")
+    assert bench.check_grades([path], {"score": 10.0}) == {"correct": "10/10", "stub": "0/10"}
+    bench.check_floor_grades("toy_scores", {"/x/s000_correct/toy_scores": "10/10", "/x/s001_stub/toy_scores": "0/10"},
+                             path)
+
+
+# ------------------------------------------------------------------ `grade` on the command line
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_grade_on_the_command_line_with_html_junit_and_chinese(graded, assignment, tmp_path):
+    """`python -m autograder grade SUB --lang zh --format junit --html DIR` (the third assignment
+    registered by the environment): the same step scores as the warm grader's, the JUnit suite and
+    the feedback page in that assignment's terms."""
+    sub = graded[assignment]["dir"] / "partial"
+    run_cli("grade", str(sub), "--results", str(tmp_path / "results.json"), "--lang", "zh", "--format", "junit",
+            "--out", str(tmp_path / "junit.xml"), "--html", str(tmp_path / "pages"), "--quiet")
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    its = contract.REGISTRY[assignment]
+    assert results["extra_data"]["assignment"] == assignment
+    assert step_scores(results) == {s: scores(graded[assignment]["partial"]).get(s, 0.0) for s in step_scores(results)}
+    assert results["score"] == graded[assignment]["partial"].score
+    xml = ET.fromstring((tmp_path / "junit.xml").read_text(encoding="utf-8").split("\n", 1)[1])
+    assert xml.get("name") == f"attention-kit {assignment}"
+    (page,) = (tmp_path / "pages").glob("*.html")
+    text = page.read_text(encoding="utf-8")
+    assert f'<html lang="{html.HTML_LANG["zh"]}"' in text
+    with i18n.language("zh"):
+        assert html_escape(str(its.steps[0].shown_title)) in text

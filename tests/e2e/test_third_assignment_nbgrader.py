@@ -31,7 +31,7 @@ def master():
     """The master of the third assignment's step, from its released stub: the reference as the
     solution (between the solution markers), and the hidden-test cell worth the step's points."""
     nb = nbformat.read(str(HERE / "stubs" / f"{STEM}.ipynb"), as_version=4)
-    reference = (HERE / "reference.py").read_text()
+    reference = (HERE / "references" / "step01_toy_scores.py").read_text()
     body = reference[reference.index("def toy_scores"):].split("\n", 2)
     for cell in nb.cells:
         if release.is_solution_cell(cell):
@@ -66,7 +66,7 @@ def course(tmp_path_factory):
         (course / "source" / NAME).mkdir()
         nbformat.write(master(), str(course / "source" / NAME / f"{STEM}.ipynb"))
         nbgrader(course, db, "generate_assignment", NAME)
-        right = (HERE / "reference.py").read_text()
+        right = (HERE / "references" / "step01_toy_scores.py").read_text()
         submissions = {"ada": {STEM: handed_in(course, right)},
                        "ben": {STEM: handed_in(course, right.replace("Q @ np.swapaxes(K, -1, -2)",
                                                                      "K @ np.swapaxes(Q, -1, -2)"))},

@@ -1,8 +1,8 @@
 """A test-only third assignment (issue 26): one numpy step, registered from outside the kit.
 
 It proves that an assignment is data: its step (below), its hidden suite (suites/), its
-reference (reference.py), its released stub notebook (stubs/) and its catalogue entry are all in
-this folder, and registering it (`contract.load_file(this file)`, or naming this file in the
+reference (references/), its released stub notebook (stubs/), its catalogue entry and the audit's
+probes (variants/) are all in this folder (its audit record too: mutation_audit.json), and registering it (`contract.load_file(this file)`, or naming this file in the
 environment variable ATTENTION_KIT_ASSIGNMENTS for every process of a run) is all it takes for
 every path of the kit to grade it: tests/e2e/test_assignment_matrix.py does so, with no change to the
 kit's modules. docs/architecture.md's "Adding an assignment" is the list of what this folder holds.
@@ -34,7 +34,8 @@ def _catalogue_entry():
 def register():
     """Register the assignment and its catalogue entry (idempotent)."""
     from autograder.reference import misconceptions
-    contract.register(Assignment(NAME, STEPS, suites=HERE / "suites", stubs=HERE / "stubs", home=HERE))
+    contract.register(Assignment(NAME, STEPS, suites=HERE / "suites", stubs=HERE / "stubs", home=HERE,
+                                 references=HERE / "references", variants=HERE / "variants"))
     misconceptions.CATALOGUE.setdefault(MISTAKE, _catalogue_entry())
 
 

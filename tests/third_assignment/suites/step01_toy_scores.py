@@ -2,10 +2,11 @@
 import importlib.util
 from pathlib import Path
 
-from autograder.checks.expect import check, expect_array, expect_close, expect_shape
-from autograder.checks.inputs import randn
+from autograder.checks.expect import check, expect_array, expect_close, expect_dtype, expect_shape
+from autograder.checks.inputs import randn, rounded
 
-_spec = importlib.util.spec_from_file_location("toy_scores_reference", Path(__file__).parents[1] / "reference.py")
+_spec = importlib.util.spec_from_file_location("toy_scores_reference",
+                                               Path(__file__).parents[1] / "references" / "step01_toy_scores.py")
 ref = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(ref)
 
@@ -25,15 +26,24 @@ def _scores(student, Q, K):
     return got, mistakes
 
 
-@check("1.1", points=3, kind="shape")
+@check("1.1", points=2, kind="shape")
 def test_shape(student):
     """Scores have shape (..., T_q, T_k)"""
     _scores(student, *_inputs("1.1"))
 
 
-@check("1.2", points=7, kind="numbers")
+@check("1.2", points=6, kind="numbers")
 def test_numbers(student):
     """scores[..., i, j] = Q[..., i, :] . K[..., j, :]"""
     Q, K = _inputs("1.2")
     got, mistakes = _scores(student, Q, K)
     expect_close(got, ref.toy_scores(Q, K), WHAT, "float64", variants=mistakes)
+
+
+@check("1.3", points=2, kind="numbers")
+def test_numbers_float32(student, request):
+    """The same in float32: the result keeps float32"""
+    (Q32, Q64), (K32, K64) = (rounded(a, "float32") for a in _inputs("1.3"))
+    got, mistakes = _scores(student, Q32, K32)
+    expect_dtype(request, got, "float32", WHAT, "numpy")
+    expect_close(got, ref.toy_scores(Q64, K64), WHAT, "float32", variants={m: v for m, v in mistakes.items()})
