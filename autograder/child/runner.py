@@ -92,6 +92,8 @@ def _cell_source(cell):
 # step's own CPU, memory and time limits and stops nothing but that step; in the grader it would
 # stall a whole batch. Nothing of it crosses back (the load reply is the usual names and errors),
 # and IPython is a library like numpy, not the kit: the child still imports nothing of the kit.
+# The trusted side makes the same transformation for similarity (submitted_files.python_that_runs,
+# within a cost budget): these two sets and _cell_source are held equal to its own by a test.
 RUN_LINE_MAGICS = {"time", "prun"}                       # run their statement in the namespace
 RUN_CELL_MAGICS = {"time", "capture", "prun"}            # run their body, as Python, in the namespace
 # magics that change only how Jupyter shows things or reloads modules, or ask for help: nothing to
