@@ -42,6 +42,9 @@ EXPECTED = {
     # the memory meter made to fail: the complexity check fails with the reason, never as the
     # grader's internal error; the api check's watch does not use it
     "break_storage": (9, {"7.12": "the grader's counters failed"}),
+    # the forbidden library attention called in gradient requests only (where autograd is on): those
+    # run under the meters too, so the api check sees it; the values stay right
+    "forbidden_in_grad": (9, {"7.13": "torch.nn.functional.scaled_dot_product_attention"}),
 }
 
 
