@@ -16,11 +16,13 @@ The one intake (issue 25): the grader, the batch workers, the class view's simil
 GitHub annotations all take a submission's step files from `find` or `choose` (one rule for which
 file is a step's, the shallowest, a notebook before a .py at the same depth, never in one of
 SKIPPED_FOLDERS, never deeper than MAX_DEPTH) and read a notebook's code through `graded_code`
-(the cells the child runs, child/runner.py's rule; tests/e2e/test_assignment_matrix.py holds the two
-rules to agree).
+(the cells the child runs, child/runner.py's rule, transformed as the child transforms them with
+IPython's TransformerManager: `python_that_runs`; tests/e2e/test_assignment_matrix.py and
+tests/sandbox/test_one_intake.py hold the two sides to agree).
 """
-import json
+import ast
 import errno
+import json
 import os
 import stat
 from collections import deque
@@ -248,12 +250,108 @@ def is_test_cell(cell):
     return grade_id.endswith("_tests") or grade_id.endswith("_demo")
 
 
-def _cell_source(cell):
+def cell_source(cell):
+    """A code cell's text as the child reads it (child/runner.py's _cell_source)."""
     src = cell.get("source", "")
-    if isinstance(src, list):
-        src = "".join(s for s in src if isinstance(s, str))
-    lines = [ln for ln in str(src).split("\n") if not ln.lstrip().startswith(("%", "!", "?"))]
-    return "\n".join(lines).strip("\n")
+    return "".join(str(x) for x in src) if isinstance(src, list) else str(src)
+
+
+# ------------------------------------------------------------------ IPython, as the child runs it
+# The child runs a notebook cell as IPython does: IPython's TransformerManager turns it into
+# Python, and its `get_ipython()` runs the body of %time, %%time, %%capture and %prun as Python and
+# nothing else of a magic, shell escape or help request (child/runner.py; tests hold the two sets
+# equal). `python_that_runs` is that code on the trusted side, with the same transformer: what
+# similarity compares is what the child runs, whatever the magics hide (`%time def f(): ...`
+# defines f; a `%%writefile` cell's body is never run, so never compared).
+RUN_LINE_MAGICS = {"time", "prun"}
+RUN_CELL_MAGICS = {"time", "capture", "prun"}
+# IPython's transformer tokenizes a whole cell once per escape it rewrites (up to 500 times): what
+# one notebook may cost here, in (escape candidates + 1) x characters of each cell transformed. A
+# notebook past it has its remaining cells compared as written: all their text, a superset of what
+# runs, so nothing can hide behind the budget.
+TRANSFORM_BUDGET = 2 << 20
+MAX_MAGIC_DEPTH = 4
+_TRANSFORMER = []
+
+
+def ipython_code(source):
+    """The Python IPython runs for one cell (the child's _ipython_code); the text unchanged when
+    IPython cannot read it (the child then gives Python's own SyntaxError) or is not installed."""
+    if not _TRANSFORMER:
+        try:
+            from IPython.core.inputtransformer2 import TransformerManager
+            _TRANSFORMER.append(TransformerManager())
+        except ImportError:
+            _TRANSFORMER.append(None)
+    if _TRANSFORMER[0] is None:
+        return source
+    try:
+        return _TRANSFORMER[0].transform_cell(source)
+    except Exception:
+        return source
+
+
+def transform_cost(source):
+    """What transforming `source` may cost, in the units of TRANSFORM_BUDGET (an upper bound: every
+    line holding %, ! or ? may be an escape)."""
+    escapes = sum(1 for line in source.split("\n") if "%" in line or "!" in line or "?" in line)
+    return (escapes + 1) * (len(source) + 1)
+
+
+def _magic_call(node):
+    """(method, [str args]) for get_ipython().<method>('...', ...), else None."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Call) and isinstance(node.func.value.func, ast.Name)
+            and node.func.value.func.id == "get_ipython"):
+        return None
+    args = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return node.func.attr, args
+
+
+def python_that_runs(source, budget=None, depth=0):
+    """The Python the child runs for one cell's text: IPython's transformation, each get_ipython()
+    call replaced by the body it runs (%time, %%time, %%capture, %prun), itself transformed, or by
+    None (any other magic, a shell escape, help). `budget`: a one-item list of what is left of
+    TRANSFORM_BUDGET, spent here; past it the text is returned as written."""
+    budget = budget if budget is not None else [TRANSFORM_BUDGET]
+    cost = transform_cost(source)
+    if cost > budget[0] or depth > MAX_MAGIC_DEPTH:
+        budget[0] = 0
+        return source
+    budget[0] -= cost
+    code = ipython_code(source)
+    if "get_ipython" not in code:
+        return code
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return code
+    lines = code.encode("utf-8", "surrogatepass").split(b"\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    raw = code.encode("utf-8", "surrogatepass")
+    spans = []
+    for node in ast.walk(tree):           # outer calls first: a call inside a replaced one goes with it
+        magic = _magic_call(node)
+        if magic is None or node.end_lineno is None:
+            continue
+        start = starts[node.lineno - 1] + node.col_offset
+        end = starts[node.end_lineno - 1] + node.end_col_offset
+        if any(a <= start < b for a, b, _r in spans):
+            continue
+        method, args = magic
+        body = None
+        if method == "run_line_magic" and len(args) >= 2 and args[0] in RUN_LINE_MAGICS:
+            body = args[1]
+        elif method == "run_cell_magic" and len(args) >= 3 and args[0] in RUN_CELL_MAGICS:
+            body = args[2]
+        text = "None" if body is None else python_that_runs(body, budget, depth + 1).strip("\n")
+        text = text.replace("\n", "\n" + " " * node.col_offset)
+        spans.append((start, end, text.encode("utf-8", "surrogatepass")))
+    for start, end, text in sorted(spans, reverse=True):
+        raw = raw[:start] + text + raw[end:]
+    return raw.decode("utf-8", "surrogatepass")
 
 
 def notebook_code(data, every_cell=False):
@@ -262,11 +360,13 @@ def notebook_code(data, every_cell=False):
     try:
         nb = json.loads(data)
         cells = nb.get("cells", []) if isinstance(nb, dict) else []
+        cells = cells if isinstance(cells, list) else []
     except (ValueError, TypeError, RecursionError):
         return ""
-    parts = [_cell_source(c) for c in cells if isinstance(c, dict) and c.get("cell_type") == "code"
-             and (every_cell or not is_test_cell(c))]
-    return "\n\n".join(p for p in parts if p.strip())
+    budget = [TRANSFORM_BUDGET]
+    parts = [python_that_runs(cell_source(c), budget) for c in cells
+             if isinstance(c, dict) and c.get("cell_type") == "code" and (every_cell or not is_test_cell(c))]
+    return "\n\n".join(p.strip("\n") for p in parts if p.strip())
 
 
 def graded_code(step_file):

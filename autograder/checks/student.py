@@ -103,9 +103,11 @@ class Student:
         second for torch.autograd.gradcheck; cotangents: one array per output.
         Returns a protocol.Gradients (plain, checked data).
         """
-        reply = self.session.request(protocol.grad_request(target, cotangents, small),
-                                     f"{target['name']}(...) and its backward pass")
-        return self._checked(protocol.decode_gradients, reply, target)
+        reply = self._watched(protocol.grad_request(target, cotangents, small),
+                              f"{target['name']}(...) and its backward pass")
+        gradients = self._checked(protocol.decode_gradients, reply, target)
+        self._keep_meters(reply)
+        return gradients
 
     def call_request(self, name, *args, **kwargs):
         """The request that calls the student's function `name` (sent by `call`, or to `measure`)."""

@@ -6,7 +6,9 @@ the score: it receives inputs, calls the student's code, and sends back what cam
 data. Everything it sends is treated by the grader as untrusted.
 
 Requests (one JSON message each, built by the grader's sandbox/protocol.py) and replies; every
-request names its operation in "op", and only "op" decides what runs:
+request names its operation in "op", and only "op" decides what runs. The student's code is only
+ever called inside a "measure" request (its "request" one of the calls below, MEASURED_HANDLERS):
+sent bare, those calls are refused:
   {"op": "load", "path", "display"}    -> {"ok", "defined", "cell_errors"}
   {"op": "call", "name", "args", "kwargs"}            -> {"ok", "value", "mutated"} | {"ok": false, "error"}
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
@@ -92,6 +94,8 @@ def _cell_source(cell):
 # step's own CPU, memory and time limits and stops nothing but that step; in the grader it would
 # stall a whole batch. Nothing of it crosses back (the load reply is the usual names and errors),
 # and IPython is a library like numpy, not the kit: the child still imports nothing of the kit.
+# The trusted side makes the same transformation for similarity (submitted_files.python_that_runs,
+# within a cost budget): these two sets and _cell_source are held equal to its own by a test.
 RUN_LINE_MAGICS = {"time", "prun"}                       # run their statement in the namespace
 RUN_CELL_MAGICS = {"time", "capture", "prun"}            # run their body, as Python, in the namespace
 # magics that change only how Jupyter shows things or reloads modules, or ask for help: nothing to
@@ -581,7 +585,7 @@ def measure(req):
     Reply: {"ok", "meters": {...}, "params"} | {"ok": false, "error"}.
     """
     inner = req.get("request") or {}
-    handler = {"call": call, "module": module, "cache": cache}.get(inner.get("op"))
+    handler = MEASURED_HANDLERS.get(inner.get("op"))
     if handler is None:
         return {"ok": False, "error": {"type": "GraderProtocolError", "message": "measure: unknown request",
                                        "traceback": ""}}
@@ -589,7 +593,7 @@ def measure(req):
                bool(req.get("precision", False)))
     warm = (inner.get("op"), inner.get("name"), inner.get("dtype"), inner.get("device"), bool(inner.get("cache")),
             options[1:])
-    if warm not in _MEASURED:
+    if warm not in _MEASURED and inner.get("op") in WARMED:
         handler(inner, run=meters.Meter(STUDENT_FILES, *options).run, reply_value=False)
         _MEASURED.add(warm)
     meter = meters.Meter(STUDENT_FILES, *options)
@@ -602,8 +606,28 @@ def measure(req):
 _MEASURED = set()      # what has been measured (so warmed up) in this child
 
 
-HANDLERS = {"load": lambda req: load(req["path"], req["display"]), "call": call, "module": module,
-            "cache": cache, "grad": grad, "measure": measure}
+def measured_grad(req, run=_direct, reply_value=True):
+    """grad() under the meters, as every other call of the student's code (the forward, the
+    backward and the small gradcheck all run inside `run`)."""
+    if not reply_value:
+        return {"ok": True}
+
+    def differentiate(request):
+        # the meters run the student's calls under torch.no_grad(): a gradient needs the graph
+        import torch
+        with torch.enable_grad():
+            return grad(request)
+    return run(differentiate, req)
+
+
+# Every call of the student's code is a "measure" request naming one of these in its inner "op"
+# (protocol.measure_request): the same hooks are on in every call, so the student's code cannot
+# tell a measured call from an ordinary one. A bare call, module, cache or grad request is refused
+# (HANDLERS below has none of them). A new kind of call is added here, and nowhere else.
+MEASURED_HANDLERS = {"call": call, "module": module, "cache": cache, "grad": measured_grad}
+WARMED = {"call", "module", "cache"}     # first measured twice (see measure): what complexity checks count
+
+HANDLERS = {"load": lambda req: load(req["path"], req["display"]), "measure": measure}
 
 
 def handle(req):

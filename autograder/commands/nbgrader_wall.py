@@ -332,13 +332,27 @@ class WalledExecute(OutputCap, Execute):
 SOCKET_PATH_MAX = 107          # bytes in a Unix socket's path (sun_path), its terminating NUL left out
 
 
+KERNEL_TMPFS = ("/tmp", "/dev/shm")   # in the walled kernel's view, its own tmpfs, where Landlock lets it write
+
+
+def _below(path, folders):
+    return any(path == f or path.startswith(f + "/") for f in folders)
+
+
 def socket_parent():
-    """Where the kernel's IPC sockets' folder goes: the temporary folder, unless its path is so long
-    that "<it>/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN" would not fit in a Unix socket address
-    (a deep $TMPDIR: zmq then fails with "File name too long" and no kernel starts); then /tmp."""
-    base = tempfile.gettempdir()
-    return base if len(os.fsencode(base)) + len("/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN") <= SOCKET_PATH_MAX \
-        else "/tmp"
+    """Where the kernel's IPC sockets' folder goes: a folder where the kernel can make sockets and
+    nothing else (isolation.apply: Landlock's SOCKETS_ONLY, for every account), so never below
+    /tmp or /dev/shm (the kernel's own tmpfs in its view: the rights Landlock gives there would
+    reach the bound folder and its host disk too). The temporary folder unless it is below them
+    or so long that "<it>/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN" would not fit in a Unix socket
+    address (a deep $TMPDIR: zmq then fails with "File name too long" and no kernel starts); else
+    /var/tmp; /tmp only where neither is usable (then capped as root only: a warning says so)."""
+    def fits(base):
+        return len(os.fsencode(base)) + len("/attention-kit-kernel-ipc-XXXXXXXX/kernel-NN") <= SOCKET_PATH_MAX
+    for base in (tempfile.gettempdir(), "/var/tmp"):
+        if fits(base) and not _below(base, KERNEL_TMPFS) and os.path.isdir(base) and os.access(base, os.W_OK | os.X_OK):
+            return base
+    return "/tmp"
 
 
 class WalledProvisioner(LocalProvisioner):
@@ -506,9 +520,9 @@ class WalledKernelManager(AsyncKernelManager):
 
     def _socket_folder(self):
         """The folder of the kernel's connection file and ipc sockets, which nbgrader and the kernel
-        both reach. As root, a tmpfs of socket_folder_bytes and 64 inodes mounted on it, so that
-        what the kernel writes there is capped like its scratch (sockets take no bytes); elsewhere a
-        plain folder (no mount without root: docs/security-grader.md)."""
+        both reach. The kernel may only make sockets there (Landlock, every account: socket_parent
+        keeps it outside the kernel's writable folders); as root also a tmpfs of socket_folder_bytes
+        and 64 inodes mounted on it, removed with the kernel (docs/security-grader.md)."""
         folder = tempfile.mkdtemp(prefix="attention-kit-kernel-ipc-", dir=socket_parent())
         self._sockets_mounted = False
         if os.geteuid() == 0:
@@ -516,8 +530,11 @@ class WalledKernelManager(AsyncKernelManager):
             if _libc.mount(b"tmpfs", os.fsencode(folder), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) == 0:
                 self._sockets_mounted = True
             else:
-                self.log.warning("attention-kit: no tmpfs for the kernel's socket folder (%s): its writes there "
-                                 "are not capped", os.strerror(ctypes.get_errno()))
+                self.log.warning("attention-kit: no tmpfs for the kernel's socket folder (%s)",
+                                 os.strerror(ctypes.get_errno()))
+        if not self._sockets_mounted and _below(os.path.realpath(folder), KERNEL_TMPFS):
+            self.log.warning("attention-kit: the kernel's socket folder %s is below /tmp and no tmpfs caps it: "
+                             "the kernel can write there (make /var/tmp or $TMPDIR, outside /tmp, writable)", folder)
         return folder
 
     # -- interrupt and stop

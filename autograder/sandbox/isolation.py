@@ -624,11 +624,13 @@ def apply(plan):
     if plan.namespaces:
         # the view is the wall; Landlock keeps writes to the child's own tmpfs. TCP is left to the
         # network namespace (no interface up: the usual "network unreachable", not EACCES)
-        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"] + plan.shared,
+        # `shared` (a kernel's connection file and sockets, outside the tmpfs): sockets only, whatever
+        # the account (issue 25: no folder the child writes lies outside its disk cap)
+        landlock.restrict(read=["/"], write=[plan.scratch, "/tmp", "/dev/shm"], sockets=plan.shared,
                           write_files=DEVICE_FILES, devices=gpu_devices(plan), tcp=True)
     # no view of its own: nothing written on the machine's disk, which no tmpfs caps here (the
-    # scratch folder is only read; `shared`, a kernel's connection file and sockets, is written)
-    elif landlock.restrict(read=landlock_readable(plan) + [plan.scratch, "/proc"], write=plan.shared,
+    # scratch folder is only read; in `shared`, a kernel's connection file and sockets, sockets are made)
+    elif landlock.restrict(read=landlock_readable(plan) + [plan.scratch, "/proc"], sockets=plan.shared,
                            write_files=DEVICE_FILES, devices=gpu_devices(plan)) == 0:
         raise OSError("no Landlock in this kernel: the 'landlock' level cannot wall the child")
     set_limits(plan)

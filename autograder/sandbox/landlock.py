@@ -66,10 +66,15 @@ def abi():
     return _abi
 
 
-def restrict(read=(), write=(), write_files=(), devices=(), tcp=False):
+SOCKETS_ONLY = READ | MAKE_SOCK | REMOVE_FILE    # a folder of unix sockets: bind them, read, unlink; no bytes
+
+
+def restrict(read=(), write=(), write_files=(), devices=(), tcp=False, sockets=()):
     """Restrict this process (and what it starts) for good: read and execute beneath `read`,
     everything beneath `write`, writing the single files `write_files` (/dev/null), read, write
-    and ioctl on the device files `devices` (a GPU's /dev/nvidia*), no TCP bind or
+    and ioctl on the device files `devices` (a GPU's /dev/nvidia*), in the folders `sockets` only
+    reading, binding unix sockets and removing (SOCKETS_ONLY: no file or folder made, nothing
+    written, so nothing there takes bytes outside a disk cap), no TCP bind or
     connect unless `tcp`, no abstract unix socket or signal outside its own domain. Paths that do
     not exist are passed over. Needs no_new_privs. Returns the ABI used (0: Landlock absent)."""
     version = min(abi(), 7)
@@ -82,7 +87,7 @@ def restrict(read=(), write=(), write_files=(), devices=(), tcp=False):
     ruleset = _call(SYS[0], ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
     try:
         for paths, rights in ((read, READ), (write, fs), (write_files, READ_FILE | WRITE_FILE),
-                              (devices, READ_FILE | WRITE_FILE | IOCTL_DEV)):
+                              (devices, READ_FILE | WRITE_FILE | IOCTL_DEV), (sockets, SOCKETS_ONLY)):
             for path in paths:
                 try:
                     fd = os.open(path, os.O_PATH | os.O_CLOEXEC)

@@ -48,8 +48,11 @@ def test_the_child_runs_what_the_op_names_and_refuses_an_unknown_op(tmp_path):
         got = Student(s).grad(target, cot, target)
         assert np.array_equal(got.grads["x"], np.full(3, 5.0)) and got.gradcheck["ok"]
         bogus = protocol.call_request("softmax", [protocol.encode_value(x)], {})
+        measured = protocol.measure_request
         for request in ({k: v for k, v in bogus.items() if k != "op"}, dict(bogus, op="nope"),
-                        protocol.grad_request(dict(target, op="nope"), cot, target)):
+                        measured(protocol.grad_request(dict(target, op="nope"), cot, target), value=True),
+                        # issue 25: the student's code runs inside "measure" only, bare calls are refused
+                        bogus, protocol.grad_request(target, cot, target), measured(dict(bogus, op="load"))):
             with pytest.raises(StudentRaised) as info:
                 s.request(request, "softmax(...)")
             assert info.value.error["type"] == "GraderProtocolError"
