@@ -46,3 +46,15 @@ def by_step(results):
 
 def tags_of(results, stem):
     return {tag for t in by_step(results)[stem] for tag in t["tags"]}
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slowest files first (tests/harness/order.py): two workers finish together."""
+    from harness import order
+    order.slowest_first(items)
+
+
+def pytest_configure(config):
+    from harness import order
+    if order.RECORD and not hasattr(config, "workerinput"):      # the controller, or a run without xdist
+        config.pluginmanager.register(order.Recorder(), "attention-kit-order")

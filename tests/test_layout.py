@@ -125,3 +125,24 @@ def test_the_tests_are_where_the_architecture_page_says():
                           "to the folder of the package it tests (tests/sandbox/, tests/reports/, ...; see "
                           "tests/test_layout.py's docstring), or name it under '## Where the tests are':\n"
                           + "\n".join(unplaced))
+
+
+def test_the_slowest_files_are_handed_out_first():
+    """.ci/run's order (tests/harness/order.py): files by rank, each file's tests together and in
+    their order; a file the ranking does not name after those it names."""
+    from harness import order
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+    items = [Item(n) for n in ("a.py::1", "a.py::2", "new.py::1", "slow.py::1", "slow.py::2", "b.py::1")]
+    order.slowest_first(items, {"a.py": 3.0, "slow.py": 90.0, "b.py": 10.0})
+    assert [i.nodeid for i in items] == ["slow.py::1", "slow.py::2", "b.py::1", "a.py::1", "a.py::2", "new.py::1"]
+    order.slowest_first(items, ["a.py", "slow.py"])
+    assert [i.nodeid for i in items][:4] == ["a.py::1", "a.py::2", "slow.py::1", "slow.py::2"]
+
+
+def test_the_ranking_names_only_test_files_that_exist():
+    from harness import order
+    missing = [f for f in order.ranks() if not (ROOT / f).is_file()]
+    assert not missing, f"tests/harness/order.json names files that are not there (moved?): {missing}"

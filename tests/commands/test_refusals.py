@@ -18,8 +18,12 @@ LESSON = ROOT / "samples" / "lesson"
 
 
 def kit(*args, tmp_path, timeout=120, **kw):
-    """(exit code, stdout, stderr) of `python -m autograder ARGS`, its crash log under tmp_path."""
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), ATTENTION_KIT_LOG="")
+    """(exit code, stdout, stderr) of `python -m autograder ARGS`, its crash log under tmp_path.
+    No warm children (ATTENTION_KIT_WARM=0): `grade` starts its zygote before reading its
+    arguments, and a refused grade would wait for the zygote's torch import to let go of the output
+    pipes (about 3 s a refusal idle, 8 s on a busy machine); nothing here is graded."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), ATTENTION_KIT_LOG="", ATTENTION_KIT_WARM="0",
+               **kw.pop("env", {}))
     done = subprocess.run([sys.executable, "-m", "autograder", *map(str, args)], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=timeout, **kw)
     return done.returncode, done.stdout, done.stderr
@@ -183,8 +187,11 @@ def test_an_os_error_without_an_errno_is_said_in_its_own_words(tmp_path):
     """A Dask scheduler that does not answer: distributed raises OSError("Timed out trying to connect ...")."""
     pytest.importorskip("distributed")
     student(tmp_path / "class" / "alice")
+    # nothing listens on port 9: the connection fails at every try until distributed's connect
+    # time-out, reached whatever the machine's speed; 2 s instead of its default 30 s
     line = one_error_line(*kit("grade-all", tmp_path / "class", "--results-dir", tmp_path / "out", "--scheduler",
-                               "tcp://127.0.0.1:9", "--isolation", "process", tmp_path=tmp_path, timeout=300),
+                               "tcp://127.0.0.1:9", "--isolation", "process", tmp_path=tmp_path, timeout=300,
+                               env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "2s"}),
                           exit_code=1)
     assert "127.0.0.1:9" in line and "details in" in line
 
@@ -205,8 +212,10 @@ def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_pat
     student: one line, exit 130, the finished student's results kept, and the rerun grades only
     the one that was interrupted. The second student's step sleeps (no CPU) so it is in hand."""
     klass = tmp_path / "class"
-    student(klass / "alice")
-    student(klass / "bob")
+    for name in ("alice", "bob"):            # two steps each: what is graded here is the batch's bookkeeping
+        (klass / name).mkdir(parents=True)
+        for stem in ("01_projection", "02_scores"):
+            shutil.copy(LESSON / f"{stem}.py", klass / name)
     (klass / "bob" / "01_projection.py").write_text("import time\ntime.sleep(25)\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     args = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--results-dir", str(tmp_path / "out"),
