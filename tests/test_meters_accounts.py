@@ -1,6 +1,5 @@
-"""Measuring cannot be seen or broken, and a reply cannot inflate the grader, as an ordinary account
-too (issue 25, items 5 and 6: "graded as
-root and as an ordinary account").
+"""Measuring cannot be seen or broken, and a reply cannot inflate the grader, as an ordinary
+account too (issue 25, items 5 and 6: "graded as root and as an ordinary account").
 
 tests/test_meters.py grades the hostile meter cases (tests/hostile/meters/) as the account the tests
 run as (root in CI: the child gets a fresh uid); here each is graded by `python -m autograder grade`
