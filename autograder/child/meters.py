@@ -138,6 +138,11 @@ class Meter:
         # for float arrays narrower than the float64 inputs (the dispatch mode does that for torch)
         self.numpy_precision = bool(precision and python_memory)
         self.traced = True
+        # False for a gradient request (runner.measured_grad): nothing of it is counted, only watched
+        # (forbidden APIs, tampering, failures), so torch's dispatch mode, which tripled the cost of a
+        # forward, backward and gradcheck, is entered only when a forbidden name is an aten op. Such a
+        # request is told from the others anyway: autograd is on in it alone.
+        self.counts_ops = True
         self.widest_input = 0
         self.lines = self.calls = self.ops = self.flops = 0
         self.tm_peak = 0
@@ -329,6 +334,8 @@ class Meter:
         self._watch = Forbidden(self.names)
         torch = sys.modules.get("torch")
         modes = _torch_modes(self, torch) if torch is not None else []
+        if not self.counts_ops and not self._watch.aten:
+            modes = modes[:1]           # the function watch only (see counts_ops)
         gc_was_on = _gc_isenabled()
         _gc_disable()
         if self.python_memory:

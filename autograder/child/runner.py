@@ -597,6 +597,7 @@ def measure(req):
         handler(inner, run=meters.Meter(STUDENT_FILES, *options).run, reply_value=False)
         _MEASURED.add(warm)
     meter = meters.Meter(STUDENT_FILES, *options)
+    meter.counts_ops = inner.get("op") != "grad"      # watched, not counted (meters.Meter.counts_ops)
     # "value": an ordinary call, sent as a measuring one so that the student's code runs the same
     # way under the same meters and cannot tell them apart (protocol.measure_request)
     reply = handler(inner, run=meter.run, reply_value=bool(req.get("value")))

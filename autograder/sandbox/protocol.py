@@ -12,8 +12,12 @@ op and on nothing else. Arrays travel as wire records (child/wire.py).
                                      {"op": "grad", "target", "cotangents", "small"}: the targets are
                                      function_target(...) {"op": "call", ...} or module_target(...)
                                      {"op": "module", ...}, run in float64 and differentiated
-    measure_request(request, ...)    {"op": "measure", "request": a call or module request, "forbidden",
-                                     "count", "python_memory", "precision"}
+    measure_request(request, ...)    {"op": "measure", "request": a call, module, cache or grad request,
+                                     "forbidden", "count", "python_memory", "precision", "value"}
+
+The call, module, cache and grad requests are only ever sent inside a measure request (with
+value=True for an ordinary call: checks/student.py's _watched), so every call of the student's code
+runs under the same meters; the child refuses them bare (runner.MEASURED_HANDLERS).
 
 Every reply is untrusted (a tampered child can send anything): it becomes plain, bounded, checked
 data here, or a BadReply, never an error of the grader. `checked(decoder, ...)` runs any decoder

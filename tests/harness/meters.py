@@ -1,11 +1,15 @@
 """The hostile meter cases (tests/hostile/meters/): each case's exact outcome. Read by
 tests/child/test_meters.py (graded as the tests' account) and tests/child/test_meters_accounts.py
-(graded as an ordinary account)."""
+(graded as an ordinary account); the hostile replies' folder and steps,
+read by tests/sandbox/test_reply_budget.py and the ordinary account's test too."""
 import json
 
 from conftest import ROOT
 
 CASES = ROOT / "tests" / "hostile" / "meters"
+# the hostile replies (tests/sandbox/test_reply_budget.py), graded beside these honest steps
+HOSTILE_REPLIES = ROOT / "tests" / "hostile" / "replies"
+REPLY_STEPS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
 VECTORISED, API = "4.9", "4.10"
 
 # case -> (the step's score, {check: phrase of its failure message}); every other check passes

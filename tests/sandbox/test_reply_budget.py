@@ -20,6 +20,7 @@ import pytest
 
 from autograder.child import wire
 from autograder.sandbox import protocol
+from harness import meters
 from conftest import ROOT, run_grader  # at collection: a suite graded later puts its own conftest in sys.modules
 
 MiB = 1 << 20
@@ -152,8 +153,7 @@ def test_without_the_budget_the_nested_reply_inflates_the_grader():
 
 
 # ------------------------------------------------------------------ the same, from a submission
-HOSTILE = ROOT / "tests" / "hostile" / "replies"
-STEPS = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
+HOSTILE, STEPS = meters.HOSTILE_REPLIES, meters.REPLY_STEPS
 
 
 def graded_with(tmp_path, case):
