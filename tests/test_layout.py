@@ -9,6 +9,8 @@ share (cases, a harness that grades many small files, a reader of what the kit w
 `tests/harness/` and is imported from there: a test file never imports another test file.
 """
 import ast
+import os
+import time
 import re
 
 from conftest import ROOT
@@ -146,3 +148,37 @@ def test_the_ranking_names_only_test_files_that_exist():
     from harness import order
     missing = [f for f in order.ranks() if not (ROOT / f).is_file()]
     assert not missing, f"tests/harness/order.json names files that are not there (moved?): {missing}"
+
+
+def test_the_graded_corpus_grades_each_submission_once_for_every_worker(tmp_path):
+    """Two workers (two processes) ask for the same submission at once: one grades it, both get
+    its results; a grading that fails is told to the one waiting, not waited for."""
+    import multiprocessing
+    from harness import corpus
+
+    def grade(submission, folder, *options):
+        with open(tmp_path / "graded.log", "a") as log:
+            log.write(f"{os.getpid()} {submission}\n")
+        time.sleep(0.5)                  # the other process arrives while this one grades
+        if submission == "broken":
+            raise ValueError("no such file")
+        return 0, "out", {"score": 70, "options": list(options)}
+
+    shared = corpus.Corpus(tmp_path, grade)
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=shared.get, args=("samples/lesson", "--lang", "zh")) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert shared.get("samples/lesson", "--lang", "zh") == (0, "out", {"score": 70, "options": ["--lang", "zh"]})
+    assert len((tmp_path / "graded.log").read_text().splitlines()) == 1
+    broken = ctx.Process(target=shared.get, args=("broken",))
+    broken.start()
+    while not (tmp_path / shared.key("broken", ()) / "claim").exists():      # it has claimed: we wait on it
+        time.sleep(0.01)
+    import pytest
+    with pytest.raises(RuntimeError, match="no such file"):
+        shared.get("broken")
+    broken.join()

@@ -22,8 +22,8 @@ def test_missing_steps_score_zero_with_the_expected_file_named(tmp_path):
     assert results["extra_data"]["steps"]["01_projection"]["file"] is None
 
 
-def test_a_single_step_file_is_graded_alone(tmp_path):
-    code, out, results = run_grader(ROOT / "samples/lesson/04_softmax.py", tmp_path)
+def test_a_single_step_file_is_graded_alone(graded):
+    code, out, results = graded("samples/lesson/04_softmax.py")
     assert code == 0, out
     assert set(by_step(results)) == {"04_softmax"}
     assert results["score"] == results["extra_data"]["max_score"] == 10
@@ -45,10 +45,9 @@ def test_nonexistent_submission_is_a_usage_error(tmp_path):
     assert code == 2 and "does not exist" in out and results is None
 
 
-def test_results_file_is_plain_json_and_table_is_printed(tmp_path):
-    code, out, _ = run_grader(ROOT / "samples/lesson", tmp_path)
+def test_results_file_is_plain_json_and_table_is_printed(graded):
+    code, out, data = graded("samples/lesson")     # results.json, read back with json.loads
     assert code == 0
-    data = json.loads((tmp_path / "results.json").read_text())
     assert data["output"].startswith("Total ")
     for line in ("step  file", "07_full_module.py", "total"):
         assert line in out

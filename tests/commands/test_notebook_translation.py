@@ -389,7 +389,7 @@ def chinese_students(tmp_path_factory):
 
 
 def test_chinese_visible_tests_judge_like_the_grader(tmp_path):
-    """The Chinese notebooks' visible test cells, run by tests/suites/test_visible_agree.py's runner
+    """The Chinese notebooks' visible test cells, run by the visible-agree runner (tests/harness/visible.py)
     against the catalogue's mistakes and correct templates and the masters' solutions: each passes
     visibly exactly when the hidden grader gives full marks, as the English cells do there; with
     the masters' solutions the demo cells run too, and print Chinese."""

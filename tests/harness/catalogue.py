@@ -559,12 +559,13 @@ from autograder import i18n; from autograder.grading import run as grading
 from autograder.sandbox.limits import Limits
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 out, reports = {}, {}
+GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
 for folder, stem, lang in json.load(sys.stdin):
     # graded once; each language is that one grading's messages rendered, as reports do
     if (folder, stem) not in reports:
         # a call limit far above what any case needs on a busy machine (a numpy step's case that imports
         # torch in its call pays that import then): this file is about diagnoses, not time limits
-        reports[folder, stem] = grading.grade(folder, Limits(call_seconds=120), [stem])
+        reports[folder, stem] = GRADER.grade(folder, Limits(call_seconds=120), [stem])
     report = reports[folder, stem]
     with i18n.language(lang):
         out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,

@@ -187,8 +187,9 @@ from autograder.grading import run as grading; from autograder.sandbox import zy
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 zygote.start()
 out = {}
+GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
 for folder, stem in json.load(sys.stdin):
-    report = grading.grade(folder, steps=[stem])
+    report = GRADER.grade(folder, steps=[stem])
     out[folder] = [{"number": c.number, "score": c.score, "max_score": c.max_score, "status": c.status,
                     "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
                    for s in report.steps for c in s.checks]

@@ -145,8 +145,9 @@ zygote.start_unless_disabled()
 from autograder.grading import run as grading
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 out = {}
+GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
 for folder, stem in json.load(sys.stdin):
-    report = grading.grade(folder, steps=[stem])
+    report = GRADER.grade(folder, steps=[stem])
     out[folder] = [[c.number, c.score, c.max_score, check_text(c, s.step.framework)[:300]] for s in report.steps for c in s.checks]
 json.dump(out, sys.stdout)
 '''

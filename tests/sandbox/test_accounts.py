@@ -4,7 +4,7 @@ For each account (tests/sandbox/accounts.py: root, root without CAP_SYS_ADMIN, a
 account, an ordinary account without user namespaces) one process grades, step 4 only: an honest
 step, a plain wrong one (the baseline), the escape cases (tests/hostile/escape_*: each scores full
 marks exactly when its escape works, else the baseline's score), the corpus's wall cases
-(hostile.ISOLATION_CASES, their exact expected outcomes), then cold children (no zygote,
+(tests/harness/hostile.py ISOLATION_CASES, their exact expected outcomes), then cold children (no zygote,
 as ATTENTION_KIT_WARM=0 and a GPU machine) for the honest step and the privilege probe. Where
 the account cannot wall the child, the grader must refuse before any student code runs, in one
 line. Outcomes are scores and messages, never times.

@@ -136,9 +136,9 @@ def test_the_child_runs_in_its_own_scratch_folder_and_session(tmp_path):
     assert not os.path.exists(scratch)            # cleaned up
 
 
-def test_the_isolation_applied_is_recorded(tmp_path):
+def test_the_isolation_applied_is_recorded(graded):
     from autograder.sandbox import isolation
-    code, out, results = run_grader(ROOT / "samples/lesson/04_softmax.py", tmp_path)
+    code, out, results = graded("samples/lesson/04_softmax.py")
     info = results["extra_data"]["isolation"]
     assert info["mode"] == isolation.choose_mode()
     assert info["memory_limit_bytes"] == 4 << 30 and info["max_processes"] == 64

@@ -14,7 +14,7 @@ agree for:
 - the correct styles the kit grades with full marks: samples/unusual_style (the first assignment,
   tests/suites/test_samples.py) and the masters' own solution cells (both assignments);
 - the programs below (the issue's wrong programs, leniencies the grader grants, idioms it accepts)
-  and tests/suites/test_leniency_and_diagnoses.py's CASES, whose hidden verdict is graded here
+  and issue 14's CASES (tests/harness/leniency.py), whose hidden verdict is graded here
   (`grading.grade(folder, steps=[stem])`), and samples/lesson, graded here too (all of the first
   assignment).
 
