@@ -338,7 +338,10 @@ def module(req, run=_direct, reply_value=True):
         return {"ok": True, "value": None, "params": shapes}
     x = _to_value(req["input"])
     kwargs = _forward_kwargs(req)
-    fn = _decoder(mod, req["cache"], kwargs) if req.get("cache") else (lambda x: mod(x, **kwargs)) if kwargs else mod
+    if req.get("cache"):
+        fn = _decoder(mod, req["cache"], kwargs)
+    else:
+        fn = (lambda x: mod(x, **{k: v for k, (v, _how) in kwargs.items()})) if kwargs else mod
     if not reply_value:
         run(fn, x)
         return {"ok": True, "value": None, "params": shapes}
