@@ -233,3 +233,62 @@ def test_every_mistake_is_named_with_exactly_its_id(graded, i):
     assert {m for c in checks for m in c["misconceptions"]} == {mid}, _summary(checks)
     assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points - sum(
         c["max_score"] for c in checks if c["number"] in failed)
+
+
+# ------------------------------------------------------------------ the notebooks in Chinese
+def test_the_decoder_catalogue_is_complete_and_keeps_what_must_stay():
+    """notebooks_decoder.po against the masters' messages: every one translated, none fuzzy or left
+    over, each keeping its `code`, $math$, tags, {fields} and escapes."""
+    from autograder.commands import notebook_i18n, notebook_text, release
+    entries = notebook_i18n.extract(release.master_notebooks("decoder"), ROOT)
+    catalogue = notebook_i18n.read_catalogue(notebook_i18n.catalogue_path("zh", "decoder"))
+    table = {(m.context, m.id): m for m in catalogue if m.id}
+    missing = [e.msgid for e in entries if not getattr(table.get((e.context, e.msgid)), "string", "")]
+    wrong = [e.msgid for e in entries if (e.context, e.msgid) in table and table[(e.context, e.msgid)].string
+             and notebook_text.invariants(e.msgid, e.kind)
+             != notebook_text.invariants(table[(e.context, e.msgid)].string, e.kind)]
+    extracted = {(e.context, e.msgid) for e in entries}
+    assert not missing and not wrong, (missing[:10], wrong[:10])
+    assert not [m.id for m in catalogue if m.id and ((m.context, m.id) not in extracted or m.fuzzy)]
+
+
+def _run_cells(nb, skip_graded=True):
+    """Run a notebook's code cells in one namespace: ({grade_id: the NotImplementedError's message}, printed)."""
+    import contextlib
+    import io
+    namespace, failed, printed = {"__name__": "__main__"}, {}, io.StringIO()
+    for cell in nb.cells:
+        if cell.cell_type != "code" or (skip_graded and cell.metadata.get("nbgrader", {}).get("grade")):
+            continue
+        try:
+            with contextlib.redirect_stdout(printed):
+                exec(compile(cell.source, cell.metadata["nbgrader"]["grade_id"], "exec"), namespace)
+        except NotImplementedError as err:
+            failed[cell.metadata["nbgrader"]["grade_id"]] = str(err)
+    return failed, printed.getvalue()
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_chinese_masters_pass_their_visible_tests_in_chinese(stem):
+    import nbformat
+    from autograder.commands import notebook_i18n
+    master = nbformat.read(str(ROOT / "source" / "decoder" / f"{stem}.ipynb"), as_version=4)
+    failed, printed = _run_cells(notebook_i18n.translate_notebook(master, "zh", "decoder"))
+    assert not failed
+    assert f"第 {int(stem[:2])} 步的可见测试全部通过" in printed and "tests passed" not in printed, printed[-500:]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("stem", STEMS)
+def test_a_released_stub_fails_its_visible_tests_naming_its_step(stem, lang):
+    import nbformat
+    from autograder.commands import release
+    nb = nbformat.read(str(ROOT / release.release_folder(lang) / "decoder" / f"{stem}.ipynb"), as_version=4)
+    number = int(stem[:2])
+    failed, _printed = _run_cells(nb)
+    tests = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.cell_type == "code"
+             and c.metadata["nbgrader"]["grade_id"].endswith("_tests") and not c.metadata["nbgrader"]["grade"]
+             and not c.metadata["nbgrader"]["grade_id"].endswith("_test_tools_tests")]
+    prefix = f"Step {number}: implement" if lang == "en" else f"第 {number} 步：请实现"
+    assert tests and set(tests) <= set(failed), set(tests) - set(failed)
+    assert all(m.startswith(prefix) for m in failed.values()), failed
