@@ -160,15 +160,19 @@ GRADE = '''
 import json, sys
 from autograder.sandbox import zygote
 zygote.start_unless_disabled()
+from autograder import i18n
 from autograder.grading import run as grading
 from autograder.sandbox.limits import Limits
 from autograder.reports.text import check_text
 out = {}
 for label, path, stem in json.load(sys.stdin):
     report = grading.grade(path, Limits(call_seconds=120), [stem])
+    checks = [c for s in report.steps for c in s.checks]
+    with i18n.language("zh"):      # graded once; the same results' messages rendered in Chinese
+        chinese = [str(check_text(c, "torch")) for c in checks]
     out[label] = [{"number": c.number, "status": c.status, "score": c.score, "max_score": c.max_score,
-                   "misconceptions": c.misconceptions, "output": str(check_text(c, "torch"))}
-                  for s in report.steps for c in s.checks]
+                   "misconceptions": c.misconceptions, "output": str(check_text(c, "torch")), "zh": zh}
+                  for c, zh in zip(checks, chinese)]
 json.dump(out, sys.stdout)
 '''
 
@@ -233,6 +237,15 @@ def test_every_mistake_is_named_with_exactly_its_id(graded, i):
     assert {m for c in checks for m in c["misconceptions"]} == {mid}, _summary(checks)
     assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points - sum(
         c["max_score"] for c in checks if c["number"] in failed)
+    # the student reads the diagnosis, in English and in Chinese
+    from autograder import i18n
+    from autograder.reference import misconceptions
+    named = [c for c in checks if mid in c["misconceptions"]]
+    assert any(misconceptions.CATALOGUE[mid].diagnosis in c["output"] for c in named)
+    with i18n.language("zh"):
+        chinese = str(i18n.translate(misconceptions.CATALOGUE[mid].diagnosis))
+    assert chinese != misconceptions.CATALOGUE[mid].diagnosis
+    assert all(chinese in c["zh"] and "Likely cause" not in c["zh"] for c in named), _summary(named)
 
 
 # ------------------------------------------------------------------ the notebooks in Chinese
