@@ -49,7 +49,7 @@ def mistakes(x, weight, eps=1e-06):
 def _run(module, weight, x, eps=1e-06):
     layer = module.RMSNorm(x.shape[-1], eps).to(x.dtype)
     with torch.no_grad():
-        layer.weight.copy_(weight)
+        dict(layer.named_parameters())["weight"].copy_(weight)     # a parameter by that name, or no module
     return layer(x)
 
 

@@ -41,9 +41,10 @@ def mistakes(params, x):
 # ------------------------------------------------------------------ the audit's equivalence probes
 def _run(module, W_gate, W_up, W_down, x):
     layer = module.SwiGLU(x.shape[-1], W_gate.shape[0]).to(x.dtype)
+    own = dict(layer.named_parameters())           # parameters by these names, or no module
     with torch.no_grad():
-        for p, w in zip((layer.gate_proj, layer.up_proj, layer.down_proj), (W_gate, W_up, W_down)):
-            p.weight.copy_(w)
+        for name, w in zip(("gate_proj.weight", "up_proj.weight", "down_proj.weight"), (W_gate, W_up, W_down)):
+            own[name].copy_(w)
     return layer(x)
 
 
