@@ -236,11 +236,12 @@ def test_cache_contents(student):
 
 @check("3.7", points=1, kind="property")
 def test_positions_and_key_mask(student, request):
-    """positions (B, T) and key_mask (B, T_cached + T) given: two left-padded rows, their positions counting real tokens only, padded keys weighted 0 (at once, and a prefill of 3 then 3 with the cache)"""
+    """positions (B, T) and key_mask (B, T_cached + T) given: two left-padded rows, their positions counting real tokens only (from 4093 on), padded keys weighted 0 (at once, and a prefill of 3 then 3 with the cache)"""
     x = randn((STEP, "3.7", "x"), (B, T, D))
     params = _params("3.7")
     mask = np.array([[False, False, True, True, True, True], [True] * T])
-    positions = np.maximum(np.cumsum(mask, axis=-1) - 1, 0).astype(np.int64)
+    # far from 0 (a context continued at 4093): angles computed in float32 show there
+    positions = (np.maximum(np.cumsum(mask, axis=-1) - 1, 0) + 4093).astype(np.int64)
     kwargs = {"positions": positions, "key_mask": mask}
     for chunks in (None, [3, 3]):
         outs, what, _k = _run(student, params, x, chunks, kwargs=kwargs,
