@@ -78,14 +78,16 @@ class Student:
         self._keep_meters(reply)
         return value
 
-    def module(self, name, init, params, x, dtype="float64", cache=None):
+    def module(self, name, init, params, x, dtype="float64", cache=None, kwargs=None, chunked=None):
         """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x)
-        (with `cache` = (class name, chunk sizes): chunk by chunk with one student cache, see
+        (with `cache` = (class name, chunk sizes[, record]): chunk by chunk with one student cache;
+        `kwargs`: forward's keyword arguments, cut per chunk as `chunked` says; see
         protocol.module_request).
 
         Returns (value, param_shapes) where value is None when the parameters did not fit.
         """
-        reply = self._watched(self.module_request(name, init, params, x, dtype, cache), f"{name}(...).forward(x)")
+        reply = self._watched(self.module_request(name, init, params, x, dtype, cache, kwargs, chunked),
+                              f"{name}(...).forward(x)")
         shapes = reply.get("params")
         if not isinstance(shapes, dict):
             self.session.distrust()
@@ -114,11 +116,14 @@ class Student:
         return protocol.call_request(name, [self._encode(a) for a in args],
                                      {k: self._encode(v) for k, v in kwargs.items()})
 
-    def module_request(self, name, init, params, x, dtype="float64", cache=None):
+    def module_request(self, name, init, params, x, dtype="float64", cache=None, kwargs=None, chunked=None):
         """The request that builds the student's module and runs forward (sent by `module`, or to `measure`)."""
         return protocol.module_request(name, {k: self._encode(v) for k, v in init.items()},
                                        {k: protocol.encode_value(v) for k, v in params.items()},
-                                       self._encode(x), self.device, dtype, cache)
+                                       self._encode(x), self.device, dtype, cache,
+                                       # forward's keyword arguments (positions, masks) are sent as they are: never cast
+                                       {k: protocol.encode_value(v, self.framework == "torch", self.device)
+                                        for k, v in (kwargs or {}).items()}, chunked)
 
     def cache(self, cls, appends):
         """The student's cache class `cls` on its own: cls(), append(k, v) for each (k, v) of `appends`.

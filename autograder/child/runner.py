@@ -14,7 +14,9 @@ sent bare, those calls are refused:
   {"op": "module", "name", "init", "params", "input", "device", "dtype"}
                                                       -> {"ok", "value", "params", "mutated"} | {"ok": false, "error"}
                                                       (with "cache": {"cls", "chunks"}: forward over x in
-                                                       chunks with one student cache, see _decoder)
+                                                       chunks with one student cache, see _decoder; with
+                                                       "forward": {"kwargs", "chunked"}: forward's keyword
+                                                       arguments, see _forward_kwargs)
   {"op": "cache", "cls", "appends": [[k, v], ...]}   -> {"ok", "value", "mutated"}   (see cache())
   {"op": "grad", "target": {"op": "call" | "module", ...}, "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
@@ -339,7 +341,11 @@ def module(req, run=_direct, reply_value=True):
     if mod is None:
         return {"ok": True, "value": None, "params": shapes}
     x = _to_value(req["input"])
-    fn = _decoder(mod, req["cache"]) if req.get("cache") else mod
+    kwargs = _forward_kwargs(req)
+    if req.get("cache"):
+        fn = _decoder(mod, req["cache"], kwargs)
+    else:
+        fn = (lambda x: mod(x, **{k: v for k, (v, _how) in kwargs.items()})) if kwargs else mod
     if not reply_value:
         run(fn, x)
         return {"ok": True, "value": None, "params": shapes}
@@ -350,19 +356,51 @@ def module(req, run=_direct, reply_value=True):
     return {"ok": True, "value": wire.encode(value), "params": shapes, "mutated": mutated[:100]}
 
 
-def _decoder(mod, spec):
+def _forward_kwargs(req):
+    """forward's keyword arguments of a module request, {name: value} ({} without "forward"), each
+    with how a cached run gives it to each chunk: "chunk" (its last axis cut to the chunk's tokens:
+    positions), "prefix" (cut to the tokens so far: a key mask), else whole."""
+    spec = req.get("forward") or {}
+    chunked = spec.get("chunked") or {}
+    return {str(k): (_to_value(r), chunked.get(k)) for k, r in (spec.get("kwargs") or {}).items()}
+
+
+def _record_appends(cache):
+    """The keys the student's code hands to cache.append, recorded (detached copies) as it is called:
+    the cache's own method wrapped on the instance. [] when the instance refuses the attribute."""
+    seen, real = [], cache.append
+
+    def append(k, v, *args, **kwargs):
+        seen.append(k.detach().clone() if hasattr(k, "detach") else k)
+        return real(k, v, *args, **kwargs)
+    try:
+        cache.append = append
+    except Exception:             # __slots__, a property: nothing recorded, which the grader reads as such
+        pass
+    return seen
+
+
+def _decoder(mod, spec, kwargs=None):
     """forward(x) run over x's time axis (dim 1) in spec["chunks"] pieces, one cache of the student's
-    class spec["cls"] passed to every call (a KV cache: prefill, then new tokens).
-    Returns decode(x) -> ((out of each chunk), [len(cache) after each chunk])."""
+    class spec["cls"] passed to every call (a KV cache: prefill, then new tokens), with forward's
+    keyword arguments cut to each chunk as _forward_kwargs says.
+    Returns decode(x) -> ((out of each chunk), [len(cache) after each chunk]), and with spec["record"]
+    a third item: (the keys passed to cache.append, in order)."""
     cache_cls, chunks = _lookup(spec["cls"]), [int(n) for n in spec["chunks"]]
+    kwargs = kwargs or {}
+
+    def cut(value, how, start, n):
+        return value[..., start:start + n] if how == "chunk" else value[..., :start + n] if how == "prefix" else value
 
     def decode(x):
         cache, outs, lengths, start = cache_cls(), [], [], 0
+        appended = _record_appends(cache) if spec.get("record") else None
         for n in chunks:
-            outs.append(mod(x[:, start:start + n], cache))
+            kw = {k: cut(v, how, start, n) for k, (v, how) in kwargs.items()}
+            outs.append(mod(x[:, start:start + n], cache, **kw))
             lengths.append(len(cache))
             start += n
-        return tuple(outs), lengths
+        return (tuple(outs), lengths) if appended is None else (tuple(outs), lengths, tuple(appended))
     return decode
 
 
@@ -446,15 +484,16 @@ def _target(req):
     if mod is None:
         return None, {}, shapes
     params = dict(mod.named_parameters())
+    kwargs = _forward_kwargs(req)
 
     def run(x, *ps):
-        def forward(*args):
+        def forward(*args, **kw):
             if all(p is params[n] for n, p in zip(params, ps)):
-                return mod(*args)
-            return torch.func.functional_call(mod, dict(zip(params, ps)), args)
+                return mod(*args, **kw)
+            return torch.func.functional_call(mod, dict(zip(params, ps)), args, kw)
         if req.get("cache"):
-            return _decoder(forward, req["cache"])(x)[0]       # (out of each chunk): one cotangent each
-        return forward(x)
+            return _decoder(forward, dict(req["cache"], record=False), kwargs)(x)[0]   # one cotangent a chunk
+        return forward(x, **{k: v for k, (v, _how) in kwargs.items()})
     return run, {"x": _leaf(req["inputs"][0]), **params}, shapes
 
 

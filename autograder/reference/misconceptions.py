@@ -453,6 +453,100 @@ CATALOGUE = {m.id: m for m in (
            "memory grows like T * (d + block_size), not T^2, and on a GPU the tiles stay in fast on-chip memory."),
         N_("loop over the key blocks: scores of one block, fold them into the running max, sum and accumulator, "
            "then move on; never torch.softmax over all the keys.")),
+    # ---- the third assignment, decoder (issue 31): named by applying each mistake to the reference
+    # (reference/decoder/); the two cache-* entries by the keys the block hands to cache.append
+    Misconception(
+        "rmsnorm-eps-outside-root", ("01_rmsnorm",),
+        N_("you added eps after the square root (x / (sqrt(mean(x**2)) + eps)) instead of inside it."),
+        N_("RMSNorm divides by sqrt(mean(x**2) + eps): eps keeps the root away from 0 and belongs to the mean of "
+           "the squares. Outside the root it is compared with the root mean square itself, so vectors whose "
+           "mean square is small next to eps come out at another size, and weights trained with one "
+           "convention do not fit the other."),
+        N_("x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps).")),
+    Misconception(
+        "rmsnorm-half-precision", ("01_rmsnorm",),
+        N_("your norm computed a float16 input in float16: the squares of values above 256 overflow (inf), and the "
+           "row comes out as zeros."),
+        N_("float16 stops at 65,504, so x**2 overflows for |x| > 256, and its 11 bits lose the small squares. "
+           "Libraries compute the norm of half-precision inputs in float32 and cast the result back: the "
+           "arithmetic is cheap, the range and digits are not."),
+        N_("dtype = x.dtype; h = x.float() for float16 and bfloat16; normalise h; return the result .to(dtype).")),
+    Misconception(
+        "swiglu-gate-swapped", ("02_swiglu",),
+        N_("your SwiGLU applied silu to up_proj(x) instead of gate_proj(x)."),
+        N_("The two projections play different parts: gate_proj's output goes through the activation and gates "
+           "up_proj's, element by element. Swapped, the formula looks the same but trained weights loaded by "
+           "name (gate_proj, up_proj) compute something else."),
+        N_("self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x)).")),
+    Misconception(
+        "swiglu-wrong-activation", ("02_swiglu",),
+        N_("your SwiGLU used another activation than SiLU (ReLU, GELU or the sigmoid alone)."),
+        N_("SwiGLU is the gated linear unit with the Swish activation, silu(a) = a * sigmoid(a); ReLU belongs to "
+           "the original transformer's feed-forward network, GELU to GPT-2's, and the sigmoid alone to the "
+           "first GLU."),
+        N_("F.silu(self.gate_proj(x)) (or a * torch.sigmoid(a)).")),
+    Misconception(
+        "block-residual-around-norm", ("03_decoder_block",),
+        N_("your residual adds the normalised input (h = norm(x) + attention(norm(x))) instead of the block's "
+           "input x."),
+        N_("In a pre-norm block the residual stream is never normalised: each sublayer reads a normalised copy "
+           "and adds its result to the stream as it was. Adding to the norm replaces the stream by its "
+           "normalised copy in every block, so what earlier blocks wrote loses its size."),
+        N_("h = x + self.attention(self.attn_norm(x)); out = h + self.ffn(self.ffn_norm(h)).")),
+    Misconception(
+        "block-post-norm", ("03_decoder_block",),
+        N_("your block normalises after the residual addition (post-norm: norm(x + attention(x))) instead of "
+           "before each sublayer (pre-norm)."),
+        N_("The original transformer normalised after the addition; Llama and most models since normalise the "
+           "sublayer's input and leave the sum as it is, which trains deep stacks more stably. The weights of "
+           "one arrangement do not fit the other."),
+        N_("h = x + self.attention(self.attn_norm(x)); out = h + self.ffn(self.ffn_norm(h)).")),
+    Misconception(
+        "rope-on-values", ("03_decoder_block",),
+        N_("your block applied RoPE to the values too; it turns queries and keys only."),
+        N_("RoPE makes the score q . k depend on the distance between two positions. The values are what the "
+           "weights average: turning them mixes each value's features by its position and changes the "
+           "output, with nothing gained in the scores."),
+        N_("q, k = rope(q, positions), rope(k, positions); leave v as v_proj gives it.")),
+    Misconception(
+        "rope-position-ignores-cache", ("03_decoder_block",),
+        N_("your block turned the new tokens at positions 0, 1, ... at every call: with a cache they continue "
+           "where the cache ends, at len(cache) + arange(T)."),
+        N_("Every decoded token then gets the angle of position 0, so its query and key carry the wrong "
+           "distance to every cached key: right for the prefill (the cache is empty), wrong from the first "
+           "generated token on."),
+        N_("past = len(cache) before appending; positions = past + torch.arange(T, device=x.device).")),
+    Misconception(
+        "block-causal-aligned-at-start", ("03_decoder_block",),
+        N_("your causal mask is aligned at the start after a prefill: new query i sees keys j <= i instead of "
+           "j <= T_cached + i."),
+        N_("With T_cached positions already in the cache, the new tokens stand at positions T_cached, "
+           "T_cached + 1, ...: the mask over (T_new, T_k) is the lower triangle shifted by T_cached, aligned at "
+           "the end. Aligned at the start, a decoded token sees only the first keys of the prompt."),
+        N_("allowed = torch.arange(T_k)[None, :] <= (T_k - T + torch.arange(T))[:, None].")),
+    Misconception(
+        "rope-keys-rotated-twice", ("03_decoder_block",),
+        N_("your block turned the keys it read back from the cache by RoPE again, although they were stored "
+           "already turned: cached keys are rotated twice."),
+        N_("The cache holds keys after RoPE, each at its own position; turning k_all again at arange(T_k) "
+           "doubles every key's angle, so the scores no longer depend on the distance between query and key."),
+        N_("k = rope(k, positions); k, v = cache.append(k, v); then use k as it is.")),
+    Misconception(
+        "cache-all-query-heads", ("03_decoder_block",),
+        N_("your block stores keys and values repeated to num_heads heads in the cache, instead of the "
+           "num_kv_heads heads k_proj and v_proj give."),
+        N_("Grouped-query attention exists to make the cache smaller: num_heads // num_kv_heads query heads "
+           "share each key/value head. Repeating before storing gives the same numbers and gives that saving "
+           "back: the cache is num_heads // num_kv_heads times larger."),
+        N_("k, v = cache.append(k, v) with k, v (B, num_kv_heads, T, head_dim); repeat_interleave only the "
+           "tensors the product uses.")),
+    Misconception(
+        "cache-keys-before-rope", ("03_decoder_block",),
+        N_("your block stores the keys in the cache before RoPE, and turns every cached key again at each call."),
+        N_("A key's angle depends only on its own position, so it can be turned once, when its token is new, "
+           "and stored turned. Storing it unturned makes every decode step rotate the whole cache again: work "
+           "that grows with the cached length, for the same numbers."),
+        N_("k = rope(k, positions) first, then k, v = cache.append(k, v).")),
 )}
 
 

@@ -59,17 +59,35 @@ def call_request(name, args, kwargs):
     return {"op": "call", "name": name, "args": list(args), "kwargs": dict(kwargs)}
 
 
-def module_request(name, init, params, x, device, dtype, cache=None):
+def _cache_spec(cache):
+    """(class name, chunk sizes[, record]) -> the request's "cache"."""
+    spec = {"cls": cache[0], "chunks": [int(n) for n in cache[1]]}
+    if len(cache) > 2 and cache[2]:
+        spec["record"] = True
+    return spec
+
+
+def _forward_spec(kwargs, chunked):
+    """forward's keyword arguments ({name: wire record}) and how a cached run cuts each per chunk
+    ({name: "chunk" | "prefix"}), as the runner's _forward_kwargs reads them."""
+    return {"kwargs": dict(kwargs), "chunked": {str(k): str(v) for k, v in (chunked or {}).items()}}
+
+
+def module_request(name, init, params, x, device, dtype, cache=None, kwargs=None, chunked=None):
     """Build the student's nn.Module `name(**init)`, load `params` by name, run forward(x).
 
     init: {keyword: wire record}; params: {parameter name: wire record}; x: a wire record;
     the module is moved to `dtype` (a torch dtype name) and `device`. cache: (class name, chunk
-    sizes): forward runs over x's time axis chunk by chunk with one instance of the student's cache
-    class, and the value is ((out of each chunk), [len(cache) after each])."""
+    sizes[, record]): forward runs over x's time axis chunk by chunk with one instance of the student's
+    cache class, and the value is ((out of each chunk), [len(cache) after each]), with record a third
+    item, (the keys forward passed to cache.append). kwargs: forward's keyword arguments {name: wire
+    record}; chunked: {name: "chunk" | "prefix"}, how a cached run cuts one for each chunk."""
     req = {"op": "module", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
            "input": x, "device": device, "dtype": dtype}
     if cache is not None:
-        req["cache"] = {"cls": cache[0], "chunks": [int(n) for n in cache[1]]}
+        req["cache"] = _cache_spec(cache)
+    if kwargs:
+        req["forward"] = _forward_spec(kwargs, chunked)
     return req
 
 
@@ -89,15 +107,18 @@ def function_target(name, inputs, extra=()):
             "inputs": [wire.encode_input(a) for a in inputs.values()], "extra": [_scalar(v) for v in extra]}
 
 
-def module_target(name, init, params, x, cache=None):
+def module_target(name, init, params, x, cache=None, kwargs=None, chunked=None):
     """A grad target: the student's module `name(**init)` holding `params` ({name: array}),
     run on x; differentiated by x and every parameter. cache: (class name, chunk sizes), as in
     module_request: forward over x chunk by chunk with one student cache, the outputs being the
-    chunks' (one cotangent each)."""
+    chunks' (one cotangent each). kwargs, chunked: forward's keyword arguments (arrays, not
+    differentiated) as in module_request."""
     target = {"op": "module", "name": name, "init": {"kwargs": {k: _scalar(v) for k, v in init.items()}},
               "params": {k: wire.encode_input(v) for k, v in params.items()}, "inputs": [wire.encode_input(x)]}
     if cache is not None:
         target["cache"] = {"cls": cache[0], "chunks": [int(n) for n in cache[1]]}
+    if kwargs:
+        target["forward"] = _forward_spec({k: wire.encode_input(v) for k, v in kwargs.items()}, chunked)
     return target
 
 

@@ -535,6 +535,12 @@ CASES = [
                 "torch.einsum('...qd,...kd->...qk', q, k) * q.shape[-1] ** -0.5, -1)"), "6.9"),
 ]
 
+# the third assignment's steps 1-3 (decoder, issue 31), in a file of their own
+from catalogue_decoder_cases import CASES as DECODER_CASES, TEMPLATES as DECODER_TEMPLATES  # noqa: E402
+
+TEMPLATES.update(DECODER_TEMPLATES)
+CASES += DECODER_CASES
+
 
 def case_id(case):
     """e.g. "03-scale-multiplied", with a suffix when one step has several cases for an id."""
