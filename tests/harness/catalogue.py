@@ -536,7 +536,7 @@ CASES = [
 ]
 
 # the third assignment's steps 1-3 (decoder, issue 31), in a file of their own
-from catalogue_decoder_cases import CASES as DECODER_CASES, TEMPLATES as DECODER_TEMPLATES  # noqa: E402
+from harness.catalogue_decoder import CASES as DECODER_CASES, TEMPLATES as DECODER_TEMPLATES  # noqa: E402
 
 TEMPLATES.update(DECODER_TEMPLATES)
 CASES += DECODER_CASES

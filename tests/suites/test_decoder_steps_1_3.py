@@ -5,7 +5,7 @@
   suites compare (or, for the cache-* ones, only the keys handed to cache.append);
 - one grading run: the masters get full marks, the released stubs 0 with every check naming its
   step ("Step N: implement ..."), and every catalogued mistake of these steps, written into correct
-  code of another idiom (tests/catalogue_decoder_cases.py), is named with exactly its id and fails
+  code of another idiom (tests/harness/catalogue_decoder.py), is named with exactly its id and fails
   exactly the checks listed there (test_misconception_catalogue.py grades the same cases in Chinese);
 - the counted cost: the reference's decode step costs one block's work on one token plus the
   attention over the cached keys (multiply-adds counted, never timed).
@@ -21,7 +21,7 @@ import torch
 from autograder import contract
 from autograder.child import meters
 from autograder.reference.decoder import decoder_block, rmsnorm, swiglu
-from catalogue_decoder_cases import CASES, TEMPLATES
+from harness.catalogue_decoder import CASES, TEMPLATES
 from conftest import ROOT
 from solutions.decoder import step01_rmsnorm, step02_swiglu, step03_decoder_block as step03
 

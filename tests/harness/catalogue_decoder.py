@@ -1,4 +1,4 @@
-"""The third assignment's (decoder, issue 31) part of tests/test_misconception_catalogue.py: correct
+"""The third assignment's (decoder, issue 31) part of tests/reference/test_misconception_catalogue.py: correct
 templates for steps 1-3 written in another idiom than solutions/decoder/ (einsum, unflatten, a list of
 chunks as the cache, chunk() for the halves), and each catalogued mistake of those steps written into
 them. test_misconception_catalogue.py adds them to its TEMPLATES and CASES and grades them like the
