@@ -77,6 +77,21 @@ CHANGED = {
 # the catalogue's ids named from counts or traces, not from a variant's values
 NO_VARIANT = {"broadcast-weighted-sum", "detached-graph", "forbidden-api", "kv-cache-reprojects", "not-vectorized",
               "rope-angles-float32", "tiled-full-scores"}
+# the third assignment, decoder (issue 31), steps 1-3: reference/decoder/
+CHANGED.update({
+    "rmsnorm-eps-outside-root": ("eps added after the root", ("rsqrt", "+ self.eps")),
+    "rmsnorm-half-precision": ("a float16 input normalised in float16", ("x.float()", ".to(dtype)")),
+    "swiglu-gate-swapped": ("silu on up_proj(x)", ("F.silu(self.gate_proj(x))",)),
+    "swiglu-wrong-activation": ("ReLU, GELU or the sigmoid for SiLU", ("F.silu",)),
+    "block-residual-around-norm": ("norm(x) + attention(norm(x))", ("h = x + ",)),
+    "block-post-norm": ("norm(x + attention(x))", ("self.attn_norm(x)", "self.ffn_norm(h)")),
+    "rope-on-values": ("v turned too", ("rope(k, positions)", "leave v")),
+    "rope-position-ignores-cache": ("arange(T) at every call", ("len(cache)", "past + torch.arange(T")),
+    "block-causal-aligned-at-start": ("new query i at position i", ("T_k - T",)),
+    "rope-keys-rotated-twice": ("k_all turned again", ("cache.append(k, v)", "as it is")),
+    "cache-all-query-heads": ("keys repeated before the cache", ("num_kv_heads", "repeat_interleave")),
+    "cache-keys-before-rope": ("keys stored before RoPE", ("rope(k, positions) first",)),
+})
 
 
 def _frameworks(mid):
@@ -180,6 +195,26 @@ def _produced():
     qf, kf, vf = _t(rng, 2, 4, 4), _t(rng, 2, 7, 4), _t(rng, 2, 7, 4)
     found |= set(flash_attention.named(flash_attention.mistakes(qf, kf, vf, 3, True)))
     found |= set(flash_attention.named(flash_attention.mistakes(_t(rng, 1, 6, 4), kf[:1, :4], vf[:1, :4], 3, True)))
+    # decoder 01-03: a norm where eps matters, float16 above 256, a block with a prefill of 3 then 2 and 1
+    from autograder.reference.decoder import decoder_block, rmsnorm as dec_rmsnorm, swiglu as dec_swiglu
+    found |= set(dec_rmsnorm.mistakes(_t(rng, 2, 8) * 1e-3, torch.ones(8, dtype=torch.float64)))
+    xh, ones = (_t(rng, 2, 8) * 400).half(), torch.ones(8).half()
+    if not np.array_equal(dec_rmsnorm.norm(xh, ones), dec_rmsnorm.norm(xh, ones, mistake="rmsnorm-half-precision")):
+        found.add("rmsnorm-half-precision")
+    ffn = {"gate_proj.weight": _t(rng, 10, 6), "up_proj.weight": _t(rng, 10, 6), "down_proj.weight": _t(rng, 6, 10)}
+    xf = _t(rng, 2, 3, 6)
+    found |= {m for m, ways in dec_swiglu.mistakes(ffn, xf).items()
+              if all(not np.allclose(w[0], dec_swiglu.ffn(ffn, xf).numpy()) for w in ways)}
+    shapes = {"attn_norm.weight": (8,), "q_proj.weight": (8, 8), "k_proj.weight": (4, 8), "v_proj.weight": (4, 8),
+              "o_proj.weight": (8, 8), "ffn_norm.weight": (8,), "ffn.gate_proj.weight": (12, 8),
+              "ffn.up_proj.weight": (12, 8), "ffn.down_proj.weight": (8, 12)}
+    block = {n: _t(rng, *shape) for n, shape in shapes.items()}
+    xb = _t(rng, 2, 6, 8)
+    found |= set(decoder_block.block_mistakes(block, xb, 4, 2, [3, 2, 1]))
+    right = decoder_block.stored_keys(block, xb, 4, 2, [3, 2, 1])
+    found |= {m for m in decoder_block.STORED
+              if any(a.shape != b.shape or not np.allclose(a, b)
+                     for a, b in zip(decoder_block.stored_keys(block, xb, 4, 2, [3, 2, 1], m), right))}
     return found
 
 
