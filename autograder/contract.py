@@ -224,7 +224,7 @@ KEY_MASK = V("key_mask=None", "bool (B, T_cached + T), True = a real token (padd
 
 STEPS_OF_DECODER = (
     Step(1, "01_rmsnorm", N_("RMSNorm"), "torch", (
-        Module("RMSNorm", (V("dim", "int"), V("eps=1e-6", "float")), ("weight",),
+        Module("RMSNorm", (V("dim", "int"), V("eps=1e-06", "float")), ("weight",),
                Function("forward", (V("x", "(..., dim)"),), (V("y", "the shape and dtype of x"),),
                         "y = x / sqrt(mean(x**2, -1) + eps) * weight; eps inside the root; weight a learnable "
                         "nn.Parameter of ones (dim,); float16 and bfloat16 inputs are computed in float32 and "
@@ -244,7 +244,7 @@ STEPS_OF_DECODER = (
                      "to num_heads)"),
             Function("__len__", (), (V("T_cached", "int"),), "the cached length"))),
         Module("DecoderBlock", (V("dim", "int"), V("num_heads", "int"), V("num_kv_heads", "int"),
-                                V("hidden_dim", "int"), V("eps=1e-6", "float"), V("rope_base=10000.0", "float")),
+                                V("hidden_dim", "int"), V("eps=1e-06", "float"), V("rope_base=10000.0", "float")),
                ("attn_norm", "q_proj", "k_proj", "v_proj", "o_proj", "ffn_norm", "ffn"),
                Function("forward", (DEC_X, V("cache=None", LAYER_CACHE), V("positions=None", "int (T,) or (B, T)"),
                                     KEY_MASK),
@@ -261,7 +261,7 @@ STEPS_OF_DECODER = (
                         "SwiGLU(D, hidden_dim)")),)),
     Step(4, "04_model", N_("The model: embedding, blocks, final norm and head"), "torch", (
         Module("DecoderLM", (V("vocab_size", "int"), V("dim", "int"), V("num_layers", "int"), V("num_heads", "int"),
-                             V("num_kv_heads", "int"), V("hidden_dim", "int"), V("eps=1e-6", "float"),
+                             V("num_kv_heads", "int"), V("hidden_dim", "int"), V("eps=1e-06", "float"),
                              V("rope_base=10000.0", "float"), V("tie_embeddings=False", "bool")),
                ("embed", "blocks", "norm", "lm_head"),
                Function("forward", (V("tokens", "int64 (B, T)"), V("cache=None", f"list of {LAYER_CACHE}, one per block"),
@@ -414,7 +414,18 @@ def assignment_of_report(stems):
 
 register(Assignment(DEFAULT_ASSIGNMENT, STEPS, file_tag=""))
 register(Assignment("modern_attention", STEPS_OF_MODERN_ATTENTION, variants="autograder.reference.modern"))
-# register(Assignment("decoder", STEPS_OF_DECODER, variants="autograder.reference.decoder"))  # issue 31: on once its suites exist
+
+
+def _decoder_steps():
+    """The decoder's steps that exist so far (issue 31 is built in two halves, steps 1-3 and 4-6, merged
+    one after the other): those with a hidden suite (what grading needs, shipped wherever the grader
+    runs) or a master notebook (what `build` releases). Once both halves are in, every step."""
+    return tuple(s for s in STEPS_OF_DECODER
+                 if (KIT_ROOT / "autograder" / "suites" / f"step{s.stem}.py").exists()
+                 or (KIT_ROOT / "source" / "decoder" / f"{s.stem}.ipynb").exists())
+
+
+register(Assignment("decoder", _decoder_steps(), variants="autograder.reference.decoder"))
 
 
 def assignments_of(stems):

@@ -38,6 +38,11 @@ def test_the_assignments_of_the_contract():
     assert {s.framework for s in contract.STEPS_OF_MODERN_ATTENTION} == {"torch"}
 
 
+# the sizes a module of the contract is built with, by argument name (its arguments without a default)
+SIZES = {"d_model": 12, "dim": 12, "num_heads": 3, "num_kv_heads": 1, "hidden_dim": 8, "vocab_size": 20,
+         "num_layers": 2}
+
+
 def _parameters(fn, skip_self=False):
     params = list(inspect.signature(fn).parameters.values())
     if skip_self:
@@ -59,9 +64,12 @@ def test_the_reference_defines_the_contract(assignment, step):
             assert _parameters(obj.__init__, skip_self=True) == tuple(a.name for a in item.init), item.name
             assert _parameters(obj.forward, skip_self=True) == tuple(a.name for a in item.forward.args)
             import torch
-            layer = obj(*[12, 3][:len(item.init) - ("bias=True" in [a.name for a in item.init])])
+            layer = obj(*[SIZES[a.name] for a in item.init if "=" not in a.name])
             for name in item.layers:
-                assert isinstance(getattr(layer, name), torch.nn.Linear), (item.name, name)
+                # projections are nn.Linear; a norm's scale is a Parameter, a sublayer a Module (the decoder's)
+                kinds = (torch.nn.Linear,) if name.endswith("_proj") or name.startswith("W_") else \
+                    (torch.nn.Module, torch.nn.Parameter)
+                assert isinstance(getattr(layer, name), kinds), (item.name, name)
         else:
             assert _parameters(obj) == tuple(a.name for a in item.args), item.name
 
