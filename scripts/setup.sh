@@ -24,6 +24,8 @@ fi
 # the kit itself (editable) and what releasing and the tests need; skipped when unchanged
 stamp=.venv/.attention-kit-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    pip install -e ".[dev]"
+    # the oracle extra (transformers, tests/test_decoder_oracle.py) with torch held where it is: never a CUDA build
+    echo "torch==${TORCH_VERSION}" > .venv/torch-constraint.txt
+    pip install -e ".[dev,oracle]" -c .venv/torch-constraint.txt
     touch "$stamp"
 fi
