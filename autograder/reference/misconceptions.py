@@ -465,14 +465,6 @@ CATALOGUE = {m.id: m for m in (
         N_("positions = len(cache[0]) + torch.arange(T) when a cache is given (0 + arange(T) without one), passed "
            "to every block.")),
     Misconception(
-        "decoder-padding-positions", ("04_model",),
-        N_("your positions count the padding: a left-padded row's first real token is not at position 0."),
-        N_("A row padded with p tokens on the left must give, at its real tokens, what it gives alone: its first "
-           "real token at position 0. arange(T) over the padded row starts it at p, and RoPE then rotates every "
-           "token of the row by the wrong angles."),
-        N_("with an attention_mask: positions = (attention_mask.long().cumsum(-1) - 1)[:, -T:] (clamped at 0 for "
-           "the padding itself), a (B, T) tensor.")),
-    Misconception(
         "decoder-padding-unmasked", ("04_model",),
         N_("your model did not give the attention_mask to its blocks: the real tokens attend the padding."),
         N_("Left padding puts filler tokens before a row's prompt; they are keys like any other unless the blocks "

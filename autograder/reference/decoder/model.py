@@ -8,7 +8,6 @@ from solutions.decoder import step04_model as ref
 # how each mistake changes the reference's forward (see forward)
 MISTAKES = {
     "decoder-positions-restart": "every call's positions start at 0, the cache ignored",
-    "decoder-padding-positions": "positions count the padding (the cache's length + arange(T), the mask ignored)",
     "decoder-padding-unmasked": "the attention_mask not given to the blocks (padding keys attended)",
     "decoder-final-norm-missing": "no final norm before the head",
 }
@@ -30,7 +29,7 @@ def forward(model, tokens, cache=None, mask=None, mistake=None):
     past = 0 if cache is None else len(cache[0])
     if mistake == "decoder-positions-restart":
         positions = torch.arange(T) if mask is None else (mask[:, -T:].long().cumsum(-1) - 1).clamp(min=0)
-    elif mask is None or mistake == "decoder-padding-positions":
+    elif mask is None:
         positions = past + torch.arange(T)
     else:
         positions = (mask.long().cumsum(-1) - 1)[:, -T:].clamp(min=0)

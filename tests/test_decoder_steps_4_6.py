@@ -1,0 +1,157 @@
+"""The decoder's steps 4-6 (issue 31) through the grader: the masters get full marks, the released stubs 0
+with each check naming the step still to write, and each named mistake, applied to the master's own code,
+is recognised at its step: exactly its id, exactly the checks listed failing (the counted costs and the
+memory bound among them). All cases are graded in one subprocess (zygote-forked children), once."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder import contract
+from autograder.reference import misconceptions
+from autograder.submitted_files import notebook_code
+from conftest import ROOT
+
+STEMS = ("04_model", "05_generation", "06_training")
+
+
+def master_code(stem):
+    return notebook_code((ROOT / "source" / "decoder" / f"{stem}.ipynb").read_bytes())
+
+
+# (id, stem, [(text of the master, replacement)], the checks that fail)
+CASES = [
+    ("decoder-positions-restart", "04_model",
+     [("past = 0 if cache is None else len(cache[0])", "past = 0")], "4.4 4.6"),
+    ("decoder-padding-unmasked", "04_model",
+     [("x = block(x, None if cache is None else cache[i], positions, attention_mask)",
+       "x = block(x, None if cache is None else cache[i], positions)")], "4.5"),
+    ("decoder-final-norm-missing", "04_model",
+     [("return self.lm_head(self.norm(x))", "return self.lm_head(x)")], "4.2 4.3 4.4 4.5 4.6"),
+    ("decoder-head-not-tied", "04_model",
+     [("self.lm_head.weight = self.embed.weight         # one Parameter, two uses",
+       "self.lm_head.weight = nn.Parameter(self.embed.weight.detach().clone())")], "4.1 4.3"),
+    ("sampling-no-temperature", "05_generation",
+     [("    logits = logits / temperature\n    if top_k", "    if top_k")], "5.2 5.3 5.4 5.8"),
+    ("top-p-wrong-side", "05_generation",
+     [("drop_ranked = probs.cumsum(-1) - probs >= top_p", "drop_ranked = probs.cumsum(-1) < top_p")], "5.4 5.8"),
+    ("top-p-crossing-dropped", "05_generation",
+     [("drop_ranked = probs.cumsum(-1) - probs >= top_p",
+       "drop_ranked = probs.cumsum(-1) > top_p; drop_ranked[..., 0] = False")], "5.4 5.8"),
+    ("generate-padding-ignored", "05_generation",
+     [("logits = model(step_input, cache, mask)[:, -1]", "logits = model(step_input, cache)[:, -1]")], "5.6 5.8"),
+    ("generate-eos-not-kept", "05_generation",
+     [("                nxt = torch.where(done, torch.full_like(nxt, eos_id), nxt)\n", "")], "5.7"),
+    ("generate-without-cache", "05_generation",
+     [("logits = model(step_input, cache, mask)[:, -1]", "logits = model(tokens, None, mask)[:, -1]")], "5.9"),
+    ("loss-not-shifted", "06_training",
+     [("logits, targets = logits[:, :-1], tokens[:, 1:]", "logits, targets = logits, tokens")], "6.1 6.2 6.3 6.4"),
+    ("loss-shifted-wrong-way", "06_training",
+     [("logits, targets = logits[:, :-1], tokens[:, 1:]", "logits, targets = logits[:, 1:], tokens[:, :-1]")],
+     "6.1 6.2 6.3 6.4"),
+    ("loss-padding-counted", "06_training",
+     [("        targets = targets.masked_fill(~attention_mask.bool()[:, 1:], -100)", "        pass")], "6.2 6.3"),
+    ("train-step-grad-not-zeroed", "06_training",
+     [("    optimizer.zero_grad()\n    loss = lm_loss", "    loss = lm_loss")], "6.4"),
+    ("train-step-loss-after", "06_training",
+     [("    optimizer.step()\n    return loss.item()",
+       "    optimizer.step()\n    return lm_loss(model(tokens), tokens).item()")], "6.4"),
+]
+# the memory bound, with no catalogued mistake: a loss that keeps 64 one-hot copies of the targets
+HEAVY = ("06_training", [("    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), "
+                          "ignore_index=-100)",
+                          "    kept = [F.one_hot(targets.clamp(min=0), logits.shape[-1]).to(logits.dtype) for _ in "
+                          "range(64)]\n    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), "
+                          "targets.reshape(-1), ignore_index=-100)")], "6.5")
+
+
+def case_id(case):
+    return f"{case[1][:2]}-{case[0]}"
+
+
+def mutated(stem, replacements):
+    code = master_code(stem)
+    for old, new in replacements:
+        assert code.count(old) == 1, old
+        code = code.replace(old, new)
+    return code
+
+
+GRADE = '''
+import json, sys
+from autograder.sandbox import zygote
+zygote.start_unless_disabled()
+from autograder.grading import run as grading
+from autograder.sandbox.limits import Limits
+from autograder.reports.text import check_text
+out = {}
+for label, path, stem in json.load(sys.stdin):
+    report = grading.grade(path, Limits(call_seconds=120), [stem])
+    out[label] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
+                   "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
+                  for s in report.steps for c in s.checks]
+json.dump(out, sys.stdout)
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("decoder")
+    jobs = []
+    for stem in STEMS:
+        jobs.append((f"master-{stem}", str(ROOT / "source" / "decoder" / f"{stem}.ipynb"), stem))
+        jobs.append((f"stub-{stem}", str(ROOT / "assignments" / "decoder" / f"{stem}.ipynb"), stem))
+    for label, (stem, replacements) in [(case_id(c), (c[1], c[2])) for c in CASES] + [("heavy", HEAVY[:2])]:
+        folder = root / label
+        folder.mkdir()
+        (folder / f"{stem}.py").write_text(mutated(stem, replacements))
+        jobs.append((label, str(folder / f"{stem}.py"), stem))
+    proc = subprocess.run([sys.executable, "-c", GRADE], cwd=ROOT, input=json.dumps(jobs), capture_output=True,
+                          text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _summary(checks):
+    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_master_gets_full_marks(graded, stem):
+    checks = graded[f"master-{stem}"]
+    assert checks and all(c["status"] == "passed" for c in checks), _summary(checks)
+    assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points == 10
+    assert not any(c["misconceptions"] for c in checks)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_stub_scores_0_naming_its_step(graded, stem):
+    checks = graded[f"stub-{stem}"]
+    step = contract.step_for_stem(stem)
+    assert checks and sum(c["score"] for c in checks) == 0, _summary(checks)
+    assert all(f"Step {step.number}: implement" in c["output"] for c in checks), _summary(checks)
+    assert not any(c["misconceptions"] for c in checks)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_mistake_is_named_at_its_step(graded, case):
+    mid, stem, _replacements, must_fail = case
+    checks = graded[case_id(case)]
+    failed = {c["number"] for c in checks if c["status"] != "passed"}
+    assert failed == set(must_fail.split()), _summary(checks)
+    assert {m for c in checks for m in c["misconceptions"]} == {mid}, _summary(checks)
+    text = misconceptions.CATALOGUE[mid].diagnosis
+    assert any(text in c["output"] for c in checks if mid in c["misconceptions"]), _summary(checks)
+    assert sum(c["score"] for c in checks) == 10 - sum(c["max_score"] for c in checks if c["number"] in failed)
+
+
+def test_training_memory_is_bounded(graded):
+    checks = graded["heavy"]
+    assert {c["number"] for c in checks if c["status"] != "passed"} == {"6.5"}, _summary(checks)
+    assert "bytes of tensors at its peak" in next(c["output"] for c in checks if c["number"] == "6.5")
+
+
+def test_every_catalogued_mistake_of_steps_4_to_6_has_a_case():
+    wanted = {(mid, stem) for mid, m in misconceptions.CATALOGUE.items() for stem in m.stems if stem in STEMS}
+    assert {(c[0], c[1]) for c in CASES} == wanted
