@@ -550,6 +550,13 @@ CASES = [
                 "torch.einsum('...qd,...kd->...qk', q, k) * q.shape[-1] ** -0.5, -1)"), "6.9"),
 ]
 
+# the decoder's steps 4-6 (issue 31): the masters' own code whole, each mistake applied to it
+# (tests/test_decoder_steps_4_6.py, which grades the same cases on its own)
+from test_decoder_steps_4_6 import CASES as _DECODER_CASES, STEMS as _DECODER_STEMS, master_code, mutated  # noqa: E402
+TEMPLATES.update({stem: dict(code="$body", body=master_code(stem)) for stem in _DECODER_STEMS})
+CASES += [(mid, stem, dict(body=mutated(stem, replacements)), failing)
+          for mid, stem, replacements, failing in _DECODER_CASES]
+
 
 def case_id(case):
     """e.g. "03-scale-multiplied", with a suffix when one step has several cases for an id."""
