@@ -155,3 +155,35 @@ def test_training_memory_is_bounded(graded):
 def test_every_catalogued_mistake_of_steps_4_to_6_has_a_case():
     wanted = {(mid, stem) for mid, m in misconceptions.CATALOGUE.items() for stem in m.stems if stem in STEMS}
     assert {(c[0], c[1]) for c in CASES} == wanted
+
+
+def test_the_blocks_the_notebooks_give_are_step_3s_reference():
+    """Steps 4-6 give students a copy of steps 1-3's pieces (a locked cell): it must compute what step 3's
+    reference computes (the other half of issue 31), with and without a cache, left padding included."""
+    import torch
+    step3 = pytest.importorskip("solutions.decoder.step03_decoder_block",
+                                reason="steps 1-3 of the decoder (the other half of issue 31) are not here yet")
+    from solutions.decoder import step04_model as step4
+    g = torch.Generator().manual_seed(0)
+    for heads, kv_heads in ((4, 2), (4, 1), (2, 2)):
+        mine = step4.DecoderBlock(16, heads, kv_heads, 24, 1e-5, 500.0).double()
+        theirs = step3.DecoderBlock(16, heads, kv_heads, 24, 1e-5, 500.0).double()
+        with torch.no_grad():
+            for p in mine.parameters():
+                p.copy_(torch.randn(p.shape, dtype=torch.float64, generator=g) * 0.3 + (p.dim() == 1))
+        theirs.load_state_dict(mine.state_dict())
+        x = torch.randn(2, 7, 16, dtype=torch.float64, generator=g)
+        mask = torch.ones(2, 7, dtype=torch.bool)
+        mask[1, :3] = False
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            assert torch.allclose(mine(x), theirs(x), rtol=1e-12, atol=1e-12)
+            a, b = mine(x, None, positions, mask), theirs(x, None, positions, mask)
+            assert torch.allclose(a[mask], b[mask], rtol=1e-12, atol=1e-12)
+            caches, outs = (step4.LayerCache(), step3.LayerCache()), ([], [])
+            start = 0
+            for n in (4, 2, 1):
+                for block, cache, out in zip((mine, theirs), caches, outs):
+                    out.append(block(x[:, start:start + n], cache))
+                start += n
+            assert torch.allclose(torch.cat(outs[0], 1), torch.cat(outs[1], 1), rtol=1e-12, atol=1e-12)
