@@ -48,6 +48,9 @@ fi
 # the kit itself (editable) and what releasing and the tests need; skipped when unchanged
 stamp=.venv/.attention-kit-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-    install -e ".[dev]"
+    # the oracle extra (transformers, tests/reference/test_decoder_oracle.py) with torch held where it
+    # is: never a CUDA build
+    echo "torch==${TORCH_VERSION}" > .venv/torch-constraint.txt
+    install -e ".[dev,oracle]" --constraint .venv/torch-constraint.txt
     touch "$stamp"
 fi

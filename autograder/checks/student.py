@@ -125,6 +125,30 @@ class Student:
                                        {k: protocol.encode_value(v, self.framework == "torch", self.device)
                                         for k, v in (kwargs or {}).items()}, chunked)
 
+    def model_calls_request(self, name, init, params, calls, dtype="float64", **options):
+        """The request of a sequence of calls on one state (protocol.model_calls_request): inputs
+        encoded for this device; an argument that is protocol.ref(...) stays a reference."""
+        def enc(v):
+            return v if isinstance(v, dict) and v.get("t") == "ref" else self._encode(v)
+        calls = [(fn, [enc(a) for a in args], {k: enc(v) for k, v in kwargs.items()}, fresh)
+                 for fn, args, kwargs, fresh in calls]
+        return protocol.model_calls_request(name, {k: self._encode(v) for k, v in init.items()},
+                                            {k: protocol.encode_value(v) for k, v in params.items()}, calls,
+                                            self.device, dtype, **options)
+
+    def model_calls(self, request, what):
+        """Send a model_calls_request; returns (value, param_shapes), value None when the parameters
+        did not fit (as `module`)."""
+        reply = self._watched(request, what)
+        shapes = reply.get("params")
+        if not isinstance(shapes, dict):
+            self.session.distrust()
+            raise BadReply(_("malformed parameter list"))
+        value = reply.get("value")
+        value = None if value is None else self._checked(decode, value)
+        self._keep_meters(reply)
+        return value, shapes
+
     def cache(self, cls, appends):
         """The student's cache class `cls` on its own: cls(), append(k, v) for each (k, v) of `appends`.
         Returns the decoded ([what each append returned], [len before any append and after each])."""

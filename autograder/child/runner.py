@@ -20,6 +20,9 @@ sent bare, those calls are refused:
   {"op": "cache", "cls", "appends": [[k, v], ...]}   -> {"ok", "value", "mutated"}   (see cache())
   {"op": "grad", "target": {"op": "call" | "module", ...}, "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
+  {"op": "model_calls", "name", "init", "params", "device", "dtype", "cache_fn", "lr", "seed", "calls", "read"}
+                                                      -> {"ok", "value", "params", "mutated"}   (measured only;
+                                                      see model_calls(): a prefill then decode steps, ...)
   {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
    "python_memory", "precision"}
                                                       -> {"ok", "meters", "params"}   (see measure())
@@ -449,6 +452,59 @@ def _build_module(req):
     return mod, shapes
 
 
+def model_calls(req, run=_direct, reply_value=True):
+    """A sequence of calls on one object state (the decoder's steps): the student's module
+    `name(**init)` holding the grader's params (none when "name" is None), one cache from the
+    student's `cache_fn(model)`, an SGD optimizer over the module's parameters (req["lr"]) and a
+    torch.Generator seeded with req["seed"], gradients on when req["grad"]; each call is {"fn": a function of the student's, or
+    None for the module's forward, "args", "kwargs", "fresh": a new cache first}, where an argument
+    {"t": "ref", "name": "model" | "cache" | "optimizer" | "generator"} is that object.
+    Value: ((what each call returned), [len(cache[0]) after each call, or None], (the module's
+    parameters named in req["read"], after the calls), (4 integers the generator draws after the calls:
+    how many numbers the calls drew))."""
+    import torch
+    mod, shapes = (None, {}) if req.get("name") is None else _build_module(req)
+    if req.get("name") is not None and mod is None:
+        return {"ok": True, "value": None, "params": shapes}
+    state = {"model": mod, "cache": None, "optimizer": None, "generator": None}
+    if req.get("seed") is not None:
+        state["generator"] = torch.Generator(device=req.get("device", "cpu")).manual_seed(int(req["seed"]))
+    if req.get("lr") is not None:
+        state["optimizer"] = torch.optim.SGD(mod.parameters(), lr=float(req["lr"]))
+    calls = []
+    for c in req.get("calls", []):
+        calls.append((c.get("fn"), list(c.get("args", [])), dict(c.get("kwargs", {})), bool(c.get("fresh"))))
+    functions = {fn: _lookup(fn) for fn, *_rest in calls if fn is not None}
+    new_cache = _lookup(req["cache_fn"]) if req.get("cache_fn") else None
+
+    def value_of(rec):
+        return state[rec["name"]] if rec.get("t") == "ref" else _to_value(rec)
+
+    def sequence():
+        # the meters run everything under no_grad: a training sequence ("grad") turns it back on
+        with (torch.enable_grad() if req.get("grad") else contextlib.nullcontext()):
+            return steps()
+
+    def steps():
+        outs, lengths = [], []
+        for fn, args, kwargs, fresh in calls:
+            if new_cache is not None and (fresh or state["cache"] is None):
+                state["cache"] = new_cache(mod)
+            f = mod if fn is None else functions[fn]
+            outs.append(f(*[value_of(r) for r in args], **{k: value_of(r) for k, r in kwargs.items()}))
+            cache = state["cache"]
+            lengths.append(len(cache[0]) if cache is not None and len(cache) else None)
+        return tuple(outs), lengths
+    outs, lengths = run(sequence)
+    if not reply_value:
+        return {"ok": True, "value": None, "params": shapes}
+    own = dict(mod.named_parameters()) if mod is not None else {}
+    read = tuple(own[n].detach() if n in own else None for n in req.get("read", []))
+    g = state["generator"]
+    drawn = torch.randint(0, 1 << 30, (4,), generator=g, device=g.device) if g is not None else None
+    return {"ok": True, "value": wire.encode((outs, lengths, read, drawn)), "params": shapes, "mutated": []}
+
+
 # ------------------------------------------------------------------ gradients
 def _leaf(rec):
     """A float64 CPU tensor that requires grad, from an input record."""
@@ -664,8 +720,9 @@ def measured_grad(req, run=_direct, reply_value=True):
 # (protocol.measure_request): the same hooks are on in every call, so the student's code cannot
 # tell a measured call from an ordinary one. A bare call, module, cache or grad request is refused
 # (HANDLERS below has none of them). A new kind of call is added here, and nowhere else.
-MEASURED_HANDLERS = {"call": call, "module": module, "cache": cache, "grad": measured_grad}
-WARMED = {"call", "module", "cache"}     # first measured twice (see measure): what complexity checks count
+MEASURED_HANDLERS = {"call": call, "module": module, "cache": cache, "grad": measured_grad,
+                     "model_calls": model_calls}
+WARMED = {"call", "module", "cache", "model_calls"}     # first measured twice (see measure): what complexity checks count
 
 HANDLERS = {"load": lambda req: load(req["path"], req["display"]), "measure": measure}
 

@@ -122,6 +122,9 @@ def write_solutions(out_dir):
         for step in steps:
             nb = source_folder(assignment) / f"{step.stem}.ipynb"
             (folder / solution_filename(step.stem)).write_text(solution_module(nb, assignment))
+        data = source_folder(assignment) / "data"      # files its notebooks read (decoder: its corpus), beside them
+        if data.is_dir():
+            shutil.copytree(data, folder / "data", dirs_exist_ok=True)
 
 
 # ------------------------------------------------------------------ assignments/ by nbgrader

@@ -547,6 +547,117 @@ CATALOGUE = {m.id: m for m in (
            "and stored turned. Storing it unturned makes every decode step rotate the whole cache again: work "
            "that grows with the cached length, for the same numbers."),
         N_("k = rope(k, positions) first, then k, v = cache.append(k, v).")),
+    # the decoder, steps 4-6 (issue 31): named by applying each mistake to the reference
+    # (reference/decoder/model.py, generation.py, training.py)
+    Misconception(
+        "decoder-positions-restart", ("04_model",),
+        N_("your model's positions start at 0 at every call: after a prefill, the new tokens are rotated as if they "
+           "stood at the start of the text."),
+        N_("RoPE rotates each query and key by its position in the sequence. A cached call holds the tokens after "
+           "those already in the cache, so its positions are len(cache[0]) + arange(T); without a cache the two "
+           "agree, which is why the mistake shows only when generating."),
+        N_("positions = len(cache[0]) + torch.arange(T) when a cache is given (0 + arange(T) without one), passed "
+           "to every block.")),
+    Misconception(
+        "decoder-padding-unmasked", ("04_model",),
+        N_("your model did not give the attention_mask to its blocks: the real tokens attend the padding."),
+        N_("Left padding puts filler tokens before a row's prompt; they are keys like any other unless the blocks "
+           "mask them, and their embeddings then leak into every real token's attention."),
+        N_("pass the attention_mask to every block as its key_mask: block(x, cache[i], positions, attention_mask).")),
+    Misconception(
+        "decoder-final-norm-missing", ("04_model",),
+        N_("your model sends the last block's output to the head without the final norm."),
+        N_("The blocks are pre-norm: each normalises its own inputs, and the residual stream they add to is never "
+           "normalised. The final RMSNorm is what normalises it before the head; without it the logits scale with "
+           "the stream's size."),
+        N_("logits = self.lm_head(self.norm(x)) after the loop over the blocks.")),
+    Misconception(
+        "decoder-head-not-tied", ("04_model",),
+        N_("with tie_embeddings=True your model's head has a matrix of its own (a copy, or a new one) instead of the "
+           "embedding's."),
+        N_("Tied embeddings mean one Parameter used twice: the embedding looks its rows up, the head multiplies by "
+           "it. A copy starts equal and is then trained apart; a new nn.Linear is not even equal."),
+        N_("self.lm_head.weight = self.embed.weight (the Parameter itself, no .clone(), no .data).")),
+    Misconception(
+        "sampling-no-temperature", ("05_generation",),
+        N_("your sampling ignores the temperature: it draws from softmax(logits), not softmax(logits / temperature)."),
+        N_("The temperature reshapes the distribution before the draw: below 1 it sharpens it towards the likeliest "
+           "tokens, above 1 it flattens it. Only temperature 0 (greedy) skips the division."),
+        N_("logits = logits / temperature before top-k, top-p and the softmax.")),
+    Misconception(
+        "top-p-wrong-side", ("05_generation",),
+        N_("your top-p keeps the wrong side: the unlikely tail from the token that crosses top_p on, instead of the "
+           "likeliest tokens up to it."),
+        N_("Nucleus sampling keeps the smallest set of most likely tokens whose probability reaches top_p. Sorted "
+           "from the likeliest, a token is dropped when the tokens ranked above it already hold top_p; flipping "
+           "the comparison drops the nucleus and keeps the tail."),
+        N_("drop where probs.cumsum(-1) - probs >= top_p (sorted in descending order), then scatter the decision "
+           "back to vocabulary order.")),
+    Misconception(
+        "top-p-crossing-dropped", ("05_generation",),
+        N_("your top-p drops the token that crosses top_p: the tokens kept hold less than top_p."),
+        N_("Dropping where the cumulative probability exceeds top_p removes the very token that makes the set reach "
+           "top_p (and, when the likeliest token alone exceeds it, everything). The contract keeps it: the set's "
+           "probability reaches top_p."),
+        N_("compare the probability of the tokens ranked above: drop where cumsum - probs >= top_p, so the first "
+           "token is always kept.")),
+    Misconception(
+        "generate-padding-ignored", ("05_generation",),
+        N_("your generate does not give the attention_mask to the model: left-padded rows attend their padding and "
+           "count it in their positions."),
+        N_("A batch of prompts of different lengths is padded on the left; only the mask tells the model which "
+           "tokens are filler. It must be given at the prefill and at every step after, one True column longer "
+           "each time (the new token is real)."),
+        N_("mask = attention_mask (all True when None); model(step_input, cache, mask), then mask = torch.cat([mask, "
+           "ones (B, 1)], dim=1) after each new token.")),
+    Misconception(
+        "generate-eos-not-kept", ("05_generation",),
+        N_("after a row produced eos_id, your generate goes on writing tokens in it instead of eos_id."),
+        N_("A row is finished once it has produced the stop token; the batch goes on for the other rows, and the "
+           "finished row must keep eos_id in every later column so that its text ends where it stopped."),
+        N_("keep a (B,) bool `done`; next = torch.where(done, eos_id, next); done |= next == eos_id; stop when "
+           "done.all().")),
+    Misconception(
+        "generate-without-cache", ("05_generation",),
+        N_("your generate runs the whole sequence through the model at every step instead of the new token with "
+           "the cache: each token costs as much as the prompt and everything generated so far."),
+        N_("After the prefill, the cache holds every earlier token's keys and values in every block: a step needs "
+           "only the newest token. Re-running the sequence gives the same tokens at a cost that grows with its "
+           "length, so a generation costs the square of it."),
+        N_("prefill once with a new cache: logits = model(prompts, cache, mask); then feed next[:, None] alone, "
+           "with the same cache, at every step.")),
+    Misconception(
+        "loss-not-shifted", ("06_training",),
+        N_("your loss compares each position's logits with the token at the same position, not the next one."),
+        N_("The logits at position t are the model's guess of token t + 1. Scored against token t, which the model "
+           "has just read, the loss teaches it to copy its input."),
+        N_("F.cross_entropy over logits[:, :-1] against tokens[:, 1:], both flattened.")),
+    Misconception(
+        "loss-shifted-wrong-way", ("06_training",),
+        N_("your loss is shifted the wrong way: logits[:, 1:] against tokens[:, :-1] (each position scored on the "
+           "token before it)."),
+        N_("Position t predicts t + 1: its logits are the first of the pair and the targets start one later. The "
+           "other way round, the model is asked to guess a token it has already read."),
+        N_("logits[:, :-1] (drop the last position) against tokens[:, 1:] (drop the first token).")),
+    Misconception(
+        "loss-padding-counted", ("06_training",),
+        N_("your loss counts the targets that are padding."),
+        N_("Padding tokens are filler: predicting them is no part of the task, and counting them changes the mean "
+           "by how much padding each batch happens to hold."),
+        N_("targets = tokens[:, 1:].masked_fill(~attention_mask[:, 1:], -100) and F.cross_entropy(..., "
+           "ignore_index=-100) (or a mean over the real targets only).")),
+    Misconception(
+        "train-step-grad-not-zeroed", ("06_training",),
+        N_("your train_step never zeroes the gradients: each backward adds to what the earlier steps left."),
+        N_("PyTorch accumulates gradients in .grad on every backward. Without optimizer.zero_grad() (or "
+           "model.zero_grad()) before it, step n moves the parameters by the sum of n steps' gradients."),
+        N_("optimizer.zero_grad() first, then the loss, loss.backward(), optimizer.step().")),
+    Misconception(
+        "train-step-loss-after", ("06_training",),
+        N_("your train_step returns the loss computed after the optimizer's step, not the loss it stepped on."),
+        N_("The loss a training step reports is the one its gradients came from: the batch's loss before the "
+           "update. Computing it again afterwards costs a second forward and reports a number no step used."),
+        N_("loss = lm_loss(model(tokens), tokens); loss.backward(); optimizer.step(); return loss.item().")),
 )}
 
 

@@ -97,6 +97,27 @@ def cache_request(cls, appends):
     return {"op": "cache", "cls": cls, "appends": [list(pair) for pair in appends]}
 
 
+def ref(name):
+    """An argument of a model_calls request that is one of the child's objects: "model", "cache",
+    "optimizer" or "generator"."""
+    return {"t": "ref", "name": name}
+
+
+def model_calls_request(name, init, params, calls, device="cpu", dtype="float64", cache_fn=None, lr=None,
+                        seed=None, grad=False, read=()):
+    """A sequence of calls on one state (the decoder's steps, see child/runner.py model_calls): the
+    student's module `name(**init)` holding `params` (name None: no module), a cache from the student's
+    `cache_fn(model)`, an SGD optimizer (lr), a generator seeded with `seed`; calls: [(function name or
+    None for forward, [wire records or ref(...)], {keyword: ...}, a fresh cache first)]. The value is
+    ((each call's return), [len(cache[0]) after each], (the parameters named in `read`, after), (4
+    numbers the generator draws after))."""
+    return {"op": "model_calls", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
+            "device": device, "dtype": dtype, "cache_fn": cache_fn, "lr": lr, "seed": seed, "grad": bool(grad),
+            "read": list(read),
+            "calls": [{"fn": fn, "args": list(args), "kwargs": dict(kwargs), "fresh": bool(fresh)}
+                      for fn, args, kwargs, fresh in calls]}
+
+
 def function_target(name, inputs, extra=()):
     """A grad target: the student's function `name(*inputs, *extra)`, differentiated by `inputs`.
 
@@ -180,7 +201,7 @@ def reply_budget(request):
     load and measure replies carry names and counts only (SMALL_REPLY)."""
     if isinstance(request, dict) and request.get("op") == "measure" and request.get("value"):
         request = request.get("request")            # an ordinary call, sent measured: its value comes back
-    if not isinstance(request, dict) or request.get("op") not in ("call", "module", "cache", "grad"):
+    if not isinstance(request, dict) or request.get("op") not in ("call", "module", "cache", "grad", "model_calls"):
         return SMALL_REPLY
     arrays, ints = [], []
     _sizes(request, arrays, ints)

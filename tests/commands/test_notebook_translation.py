@@ -290,7 +290,8 @@ def chinese_master_printed(assignment, stem):
         namespace, printed = {"__name__": "__main__"}, io.StringIO()
         for cell in nb.cells:
             if cell.cell_type == "code" and not cell.metadata.get("nbgrader", {}).get("grade"):
-                with contextlib.redirect_stdout(printed):
+                # in the notebook's folder, as Jupyter runs it (decoder's training reads data/ there)
+                with contextlib.redirect_stdout(printed), contextlib.chdir(release.source_folder(assignment)):
                     exec(compile(cell.source, cell.id, "exec"), namespace)
         _printed[assignment, stem] = printed.getvalue()
     return _printed[assignment, stem]

@@ -17,6 +17,8 @@ ALL_STEPS = [(a, step) for a, steps in contract.ASSIGNMENTS.items() for step in 
 @pytest.mark.parametrize("assignment, step", ALL_STEPS, ids=[f"{a}/{s.stem}" for a, s in ALL_STEPS])
 def test_source_notebook_runs_and_grades_itself(assignment, step, tmp_path):
     shutil.copy(ROOT / "source" / assignment / f"{step.stem}.ipynb", tmp_path)
+    if (ROOT / "source" / assignment / "data").is_dir():        # what its notebooks read (decoder: the corpus)
+        shutil.copytree(ROOT / "source" / assignment / "data", tmp_path / "data")
     nb = nbformat.read(str(tmp_path / f"{step.stem}.ipynb"), as_version=4)
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     hidden = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]

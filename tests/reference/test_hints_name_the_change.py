@@ -73,10 +73,25 @@ CHANGED = {
     "online-max-not-kept": ("m never assigned", ("m = m_new",)),
     "lse-without-max": ("lse = log(l)", ("m + torch.log(l)",)),
     "last-block-dropped": ("range over whole blocks", ("range(0, T_k, block_size)",)),
+    # the decoder, steps 4-6 (reference/decoder/)
+    "decoder-positions-restart": ("arange(T) at every call", ("len(cache[0]) + torch.arange(T)",)),
+    "decoder-padding-unmasked": ("no key_mask given to the blocks", ("attention_mask", "key_mask")),
+    "decoder-final-norm-missing": ("the head on the last block's output", ("self.lm_head(self.norm(x))",)),
+    "sampling-no-temperature": ("softmax(logits)", ("logits / temperature",)),
+    "top-p-wrong-side": ("drop where cumsum < top_p", ("probs.cumsum(-1) - probs >= top_p",)),
+    "top-p-crossing-dropped": ("drop where cumsum > top_p", ("cumsum - probs >= top_p",)),
+    "generate-padding-ignored": ("model(..., cache) without the mask", ("model(step_input, cache, mask)",)),
+    "generate-eos-not-kept": ("finished rows go on", ("torch.where(done, eos_id, next)",)),
+    "loss-not-shifted": ("logits against tokens", ("logits[:, :-1]", "tokens[:, 1:]")),
+    "loss-shifted-wrong-way": ("logits[:, 1:] against tokens[:, :-1]", ("logits[:, :-1]", "tokens[:, 1:]")),
+    "loss-padding-counted": ("the mask ignored", ("ignore_index=-100",)),
+    "train-step-grad-not-zeroed": ("no zero_grad", ("optimizer.zero_grad()",)),
+    "train-step-loss-after": ("the loss after the step", ("return loss.item()",)),
 }
 # the catalogue's ids named from counts or traces, not from a variant's values
 NO_VARIANT = {"broadcast-weighted-sum", "detached-graph", "forbidden-api", "kv-cache-reprojects", "not-vectorized",
-              "rope-angles-float32", "tiled-full-scores"}
+              "rope-angles-float32", "tiled-full-scores",
+              "decoder-head-not-tied", "generate-without-cache"}       # the decoder's: parameter names, counts
 # the third assignment, decoder (issue 31), steps 1-3: reference/decoder/
 CHANGED.update({
     "rmsnorm-eps-outside-root": ("eps added after the root", ("rsqrt", "+ self.eps")),
@@ -215,6 +230,33 @@ def _produced():
     found |= {m for m in decoder_block.STORED
               if any(a.shape != b.shape or not np.allclose(a, b)
                      for a, b in zip(decoder_block.stored_keys(block, xb, 4, 2, [3, 2, 1], m), right))}
+    # the decoder, steps 4-6: a small model, a prefill of 3 then 2 tokens, a left-padded row
+    from autograder.reference.decoder import generation, model, training
+    config = dict(vocab_size=11, dim=8, num_layers=1, num_heads=2, num_kv_heads=1, hidden_dim=12)
+    shapes = {n: tuple(p.shape) for n, p in model.ref.DecoderLM(**config).named_parameters()}
+    weights = {n: rng.standard_normal(s) * (0.1 if len(s) == 1 else 0.5) + (len(s) == 1) for n, s in shapes.items()}
+    tokens = rng.integers(0, 11, (2, 5))
+    padded = np.ones((2, 5), dtype=bool)
+    padded[1, :2] = False
+    found |= set(model.mistakes(weights, config, tokens, [3, 2])) | set(model.mistakes(weights, config, tokens,
+                                                                                         mask=padded))
+    logits = rng.standard_normal((64, 10)) * 2
+    found |= set(generation.sampling_mistakes(logits, 0.8, top_p=0.6, seed=1))
+    free = generation.generate(weights, config, tokens, max_new_tokens=6)
+    for mid, options in [("generate-padding-ignored", dict(mask=padded, max_new_tokens=4))] + [
+            ("generate-eos-not-kept", dict(max_new_tokens=6, eos_id=int(e))) for e in sorted(set(free[:, 5:].ravel()))]:
+        got = generation.generate(weights, config, tokens, mistake=mid, **options)
+        right = generation.generate(weights, config, tokens, **options)
+        if got.shape != right.shape or not np.array_equal(got, right):
+            found.add(mid)
+    lg, mask = rng.standard_normal((2, 5, 11)), padded
+    found |= {m for m in training.LOSS_MISTAKES if training.loss(lg, tokens, mask, m) != training.loss(lg, tokens, mask)}
+    batches = [rng.integers(0, 11, (2, 5)) for _ in range(2)]
+    right = training.train(weights, config, batches, 0.1)
+    for m in training.STEP_MISTAKES:                       # the losses returned, or the parameters after
+        losses, after = training.train(weights, config, batches, 0.1, m)
+        if not np.allclose(losses, right[0]) or any(not np.allclose(after[n], right[1][n]) for n in after):
+            found.add(m)
     return found
 
 

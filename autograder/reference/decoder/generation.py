@@ -1,0 +1,86 @@
+"""decoder step 5 (sample_next, generate): the reference's draws and generations, and its known mistakes
+applied to it (torch float64)."""
+import numpy as np
+import torch
+
+from solutions.decoder import step05_generation as ref
+
+SAMPLING_MISTAKES = ("sampling-no-temperature", "top-p-wrong-side", "top-p-crossing-dropped")
+GENERATE_MISTAKES = ("generate-padding-ignored", "generate-eos-not-kept")
+
+
+def sample(logits, temperature=0.0, top_k=None, top_p=None, seed=None, mistake=None):
+    """(next tokens, 4 numbers the generator draws afterwards) of the reference's sample_next, or with
+    `mistake`: the temperature ignored, top-p keeping the wrong side (the tail from the crossing token
+    on: the comparison flipped), or dropping the token that crosses top_p (the first token always kept)."""
+    logits = torch.from_numpy(np.asarray(logits))
+    g = None if seed is None else torch.Generator().manual_seed(seed)
+    if mistake is None:
+        got = ref.sample_next(logits, temperature, top_k, top_p, g)
+    else:
+        scaled = logits if mistake == "sampling-no-temperature" else logits / temperature
+        if top_k is not None:
+            kth = torch.topk(scaled, min(top_k, scaled.shape[-1]), dim=-1).values[..., -1:]
+            scaled = scaled.masked_fill(scaled < kth, float("-inf"))
+        if top_p is not None:
+            ranked, order = scaled.sort(dim=-1, descending=True)
+            probs = torch.softmax(ranked, dim=-1)
+            cum = probs.cumsum(-1)
+            if mistake == "top-p-wrong-side":
+                drop = cum < top_p
+            elif mistake == "top-p-crossing-dropped":
+                drop = cum > top_p
+                drop[..., 0] = False
+            else:
+                drop = cum - probs >= top_p
+            scaled = scaled.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+        got = torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=g).squeeze(-1)
+    drawn = None if g is None else torch.randint(0, 1 << 30, (4,), generator=g)
+    return got.numpy(), None if drawn is None else drawn.numpy()
+
+
+def sampling_mistakes(logits, temperature, top_k=None, top_p=None, seed=0):
+    """{id: next tokens} of the sampling mistakes that draw other tokens than the reference here."""
+    right = sample(logits, temperature, top_k, top_p, seed)[0]
+    out = {}
+    for mid in SAMPLING_MISTAKES:
+        if mid.startswith("top-p") and top_p is None:
+            continue
+        got = sample(logits, temperature, top_k, top_p, seed, mid)[0]
+        if not np.array_equal(got, right):
+            out[mid] = got
+    return out
+
+
+def build(params, config, dtype=torch.float64):
+    model = ref.DecoderLM(**config).to(dtype)
+    own = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, value in params.items():
+            own[name].copy_(torch.from_numpy(np.asarray(value)))
+    return model.eval()
+
+
+def generate(params, config, prompts, mask=None, seed=None, mistake=None, **options):
+    """The reference's generate on the model holding `params` (numpy int64), or with `mistake`: the
+    attention_mask not given to the model, or a finished row not kept at eos_id."""
+    model = build(params, config)
+    prompts = torch.from_numpy(np.asarray(prompts))
+    mask = None if mask is None else torch.from_numpy(np.asarray(mask))
+    g = None if seed is None else torch.Generator().manual_seed(seed)
+    if mistake == "generate-padding-ignored":
+        return ref.generate(model, prompts, None, generator=g, **options).numpy()
+    if mistake == "generate-eos-not-kept":
+        eos = options.pop("eos_id")
+        n = options.pop("max_new_tokens", 16)
+        full = ref.generate(model, prompts, mask, max_new_tokens=n, generator=g, **options)
+        done = (full[:, prompts.shape[1]:] == eos).any(-1)
+        # a row's tokens after its eos_id go on; generation stops when every row has produced one
+        stop = n
+        for t in range(n):
+            if bool((full[:, prompts.shape[1]:prompts.shape[1] + t + 1] == eos).any(-1).all()):
+                stop = t + 1
+                break
+        del done
+        return full[:, :prompts.shape[1] + stop].numpy()
+    return ref.generate(model, prompts, mask, generator=g, **options).numpy()

@@ -1,0 +1,126 @@
+"""The decoder's steps 4-6 (issue 31) through the grader: the masters get full marks, the released stubs 0
+with each check naming the step still to write, and each named mistake, applied to the master's own code,
+is recognised at its step: exactly its id, exactly the checks listed failing (the counted costs and the
+memory bound among them). All cases are graded in one subprocess (zygote-forked children), once."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from autograder import contract
+from autograder.reference import misconceptions
+from conftest import ROOT
+
+from harness.decoder_cases import CASES, HEAVY, STEMS, case_id, master_code, mutated  # noqa: F401
+
+
+GRADE = '''
+import json, sys
+from autograder.sandbox import zygote
+zygote.start_unless_disabled()
+from autograder.grading import run as grading
+from autograder.sandbox.limits import Limits
+from autograder.reports.text import check_text
+out = {}
+for label, path, stem in json.load(sys.stdin):
+    report = grading.grade(path, Limits(call_seconds=120), [stem])
+    out[label] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
+                   "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
+                  for s in report.steps for c in s.checks]
+json.dump(out, sys.stdout)
+'''
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("decoder")
+    jobs = []
+    for stem in STEMS:
+        jobs.append((f"master-{stem}", str(ROOT / "source" / "decoder" / f"{stem}.ipynb"), stem))
+        jobs.append((f"stub-{stem}", str(ROOT / "assignments" / "decoder" / f"{stem}.ipynb"), stem))
+    for label, (stem, replacements) in [(case_id(c), (c[1], c[2])) for c in CASES] + [("heavy", HEAVY[:2])]:
+        folder = root / label
+        folder.mkdir()
+        (folder / f"{stem}.py").write_text(mutated(stem, replacements))
+        jobs.append((label, str(folder / f"{stem}.py"), stem))
+    proc = subprocess.run([sys.executable, "-c", GRADE], cwd=ROOT, input=json.dumps(jobs), capture_output=True,
+                          text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def _summary(checks):
+    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_master_gets_full_marks(graded, stem):
+    checks = graded[f"master-{stem}"]
+    assert checks and all(c["status"] == "passed" for c in checks), _summary(checks)
+    assert sum(c["score"] for c in checks) == contract.step_for_stem(stem).points == 10
+    assert not any(c["misconceptions"] for c in checks)
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_the_stub_scores_0_naming_its_step(graded, stem):
+    checks = graded[f"stub-{stem}"]
+    step = contract.step_for_stem(stem)
+    assert checks and sum(c["score"] for c in checks) == 0, _summary(checks)
+    assert all(f"Step {step.number}: implement" in c["output"] for c in checks), _summary(checks)
+    assert not any(c["misconceptions"] for c in checks)
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_the_mistake_is_named_at_its_step(graded, case):
+    mid, stem, _replacements, must_fail = case
+    checks = graded[case_id(case)]
+    failed = {c["number"] for c in checks if c["status"] != "passed"}
+    assert failed == set(must_fail.split()), _summary(checks)
+    assert {m for c in checks for m in c["misconceptions"]} == {mid}, _summary(checks)
+    text = misconceptions.CATALOGUE[mid].diagnosis
+    assert any(text in c["output"] for c in checks if mid in c["misconceptions"]), _summary(checks)
+    assert sum(c["score"] for c in checks) == 10 - sum(c["max_score"] for c in checks if c["number"] in failed)
+
+
+def test_training_memory_is_bounded(graded):
+    checks = graded["heavy"]
+    assert {c["number"] for c in checks if c["status"] != "passed"} == {"6.5"}, _summary(checks)
+    assert "bytes of tensors at its peak" in next(c["output"] for c in checks if c["number"] == "6.5")
+
+
+def test_every_catalogued_mistake_of_steps_4_to_6_has_a_case():
+    wanted = {(mid, stem) for mid, m in misconceptions.CATALOGUE.items() for stem in m.stems if stem in STEMS}
+    assert {(c[0], c[1]) for c in CASES} == wanted
+
+
+def test_the_blocks_the_notebooks_give_are_step_3s_reference():
+    """Steps 4-6 give students a copy of steps 1-3's pieces (a locked cell): it must compute what step 3's
+    reference computes (the other half of issue 31), with and without a cache, left padding included."""
+    import torch
+    step3 = pytest.importorskip("solutions.decoder.step03_decoder_block",
+                                reason="steps 1-3 of the decoder (the other half of issue 31) are not here yet")
+    from solutions.decoder import step04_model as step4
+    g = torch.Generator().manual_seed(0)
+    for heads, kv_heads in ((4, 2), (4, 1), (2, 2)):
+        mine = step4.DecoderBlock(16, heads, kv_heads, 24, 1e-5, 500.0).double()
+        theirs = step3.DecoderBlock(16, heads, kv_heads, 24, 1e-5, 500.0).double()
+        with torch.no_grad():
+            for p in mine.parameters():
+                p.copy_(torch.randn(p.shape, dtype=torch.float64, generator=g) * 0.3 + (p.dim() == 1))
+        theirs.load_state_dict(mine.state_dict())
+        x = torch.randn(2, 7, 16, dtype=torch.float64, generator=g)
+        mask = torch.ones(2, 7, dtype=torch.bool)
+        mask[1, :3] = False
+        positions = (mask.long().cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            assert torch.allclose(mine(x), theirs(x), rtol=1e-12, atol=1e-12)
+            a, b = mine(x, None, positions, mask), theirs(x, None, positions, mask)
+            assert torch.allclose(a[mask], b[mask], rtol=1e-12, atol=1e-12)
+            caches, outs = (step4.LayerCache(), step3.LayerCache()), ([], [])
+            start = 0
+            for n in (4, 2, 1):
+                for block, cache, out in zip((mine, theirs), caches, outs):
+                    out.append(block(x[:, start:start + n], cache))
+                start += n
+            assert torch.allclose(torch.cat(outs[0], 1), torch.cat(outs[1], 1), rtol=1e-12, atol=1e-12)
