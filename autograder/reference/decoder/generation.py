@@ -1,5 +1,7 @@
 """decoder step 5 (sample_next, generate): the reference's draws and generations, and its known mistakes
 applied to it (torch float64)."""
+import functools
+
 import numpy as np
 import torch
 
@@ -84,3 +86,54 @@ def generate(params, config, prompts, mask=None, seed=None, mistake=None, **opti
         del done
         return full[:, :prompts.shape[1] + stop].numpy()
     return ref.generate(model, prompts, mask, generator=g, **options).numpy()
+
+
+# ------------------------------------------------------------------ the audit's equivalence probes
+def _sample(module, logits, seed=None, **options):
+    """The module's sample_next on logits with a generator seeded `seed` (None: none): the tokens, then 4
+    numbers the generator draws afterwards (how many numbers sample_next consumed shows there)."""
+    g = None if seed is None else torch.Generator().manual_seed(seed)
+    got = module.sample_next(logits, generator=g, **options)
+    return (got,) if g is None else (got, torch.randint(0, 1 << 30, (4,), generator=g))
+
+
+def _generate(module, *flat, names=(), seed=None, masked=False, **options):
+    """The module's generate on its DecoderLM holding these weights (flat: weights, prompts[, mask])."""
+    from autograder.reference.decoder import model as lm
+    if masked:
+        *values, prompts, mask = flat
+    else:
+        (*values, prompts), mask = flat, None
+    model, _call = lm.model_of(module, dict(zip(names, values)))
+    with torch.no_grad():
+        own = dict(model.named_parameters())
+        for name, value in zip(names, values):
+            own[name].copy_(value)
+    g = None if seed is None else torch.Generator().manual_seed(seed)
+    return module.generate(model, prompts, mask, generator=g, **options)
+
+
+def probes(rng, dtype, scale):
+    """[(callable, args, kwargs)] for the mutation audit's equivalence check: sample_next greedy, at two
+    temperatures, with top_k, top_p (a small and a large one) and both, one row and three; generate greedy and
+    sampled, with left padding, with an eos_id that stops rows at different steps, on a 2-layer model."""
+    from autograder.reference.decoder import model as lm
+    calls = []
+    for options in (dict(), dict(temperature=1.0), dict(temperature=0.5), dict(temperature=1.3, top_k=3),
+                    dict(temperature=1.0, top_p=0.3), dict(temperature=0.8, top_p=0.9),
+                    dict(temperature=1.0, top_k=4, top_p=0.6), dict(temperature=1.0, top_k=20)):
+        for rows in (1, 3):
+            logits = torch.tensor((rng.standard_normal((rows, 11)) * 2 * scale).astype(dtype))
+            seed = None if not options else int(rng.integers(1 << 20))
+            calls.append((functools.partial(_sample, seed=seed, **options), [logits], {}))
+    mask = torch.tensor([[False, False, True, True], [True] * 4, [False, True, True, True]])
+    for masked, options in ((False, dict(max_new_tokens=5)), (True, dict(max_new_tokens=6)),
+                            (True, dict(max_new_tokens=6, temperature=1.0, top_k=5, top_p=0.9)),
+                            (False, dict(max_new_tokens=8, temperature=1.5, eos_id=3)),
+                            (True, dict(max_new_tokens=8, temperature=1.5, eos_id=2))):
+        params = lm.weights(rng, dtype, scale)
+        prompts = torch.tensor(rng.integers(0, lm.CONFIG["vocab_size"], (3, 4)))
+        seed = int(rng.integers(1 << 20)) if options.get("temperature") else None
+        args = list(params.values()) + [prompts] + ([mask] if masked else [])
+        calls.append((functools.partial(_generate, names=tuple(params), seed=seed, masked=masked, **options), args, {}))
+    return calls

@@ -1,5 +1,7 @@
 """decoder step 4 (DecoderLM): the reference's logits on the grader's weights, and its known mistakes
 applied to it (torch float64): what a model with one mistake gives on the same inputs."""
+import functools
+
 import numpy as np
 import torch
 
@@ -70,9 +72,66 @@ def mistakes(params, config, tokens, chunks=None, mask=None, tie=False):
     return out
 
 
-def probes(rng, dtype=torch.float64, scale=1.0):
-    """The audit's inputs: a small model's weights and tokens (not used by the audit yet)."""
-    config = dict(vocab_size=11, dim=8, num_layers=1, num_heads=2, num_kv_heads=1, hidden_dim=12)
-    model = ref.DecoderLM(**config)
-    params = {n: rng.standard_normal(tuple(p.shape)) * scale for n, p in model.named_parameters()}
-    return params, config, rng.integers(0, 11, (2, 5))
+# ------------------------------------------------------------------ the audit's equivalence probes
+CONFIG = dict(vocab_size=11, dim=8, num_layers=2, num_heads=2, num_kv_heads=1, hidden_dim=12)
+MASK = torch.tensor([[False, False, True, True, True, True, True], [True] * 7])
+
+
+def weights(rng, dtype, scale, config=CONFIG, tie=False, grad=False):
+    """{name: tensor} for the reference DecoderLM(**config) (its parameter names, lm_head left out when tied):
+    weights of unit-order products, the embedding scaled by `scale`; float64 ones require grad when `grad`."""
+    torch.manual_seed(0)
+    shapes = {n: tuple(p.shape) for n, p in ref.DecoderLM(**config, tie_embeddings=tie).named_parameters()}
+    out = {}
+    for name, shape in shapes.items():
+        if name.endswith("norm.weight"):
+            a = 1 + 0.2 * rng.standard_normal(shape)
+        elif name == "embed.weight":
+            a = rng.standard_normal(shape) * scale
+        else:
+            a = rng.standard_normal(shape) * shape[-1] ** -0.5
+        out[name] = torch.tensor(a.astype(dtype), requires_grad=grad)
+    return out
+
+
+def model_of(module, params, config=CONFIG, tie=False):
+    """(the module's DecoderLM(**config), a function calling its forward with `params` as its parameters):
+    the gradients reach `params`, and a model whose parameters are named otherwise fails."""
+    torch.manual_seed(0)
+    dtype = next(iter(params.values())).dtype
+    model = module.DecoderLM(**config, tie_embeddings=tie).to(dtype).eval()
+    missing = {n for n, _p in model.named_parameters()} - set(params)
+    if missing:
+        raise KeyError(f"parameters not in the reference: {sorted(missing)}")
+    return model, lambda *a, **k: torch.func.functional_call(model, params, a, k)
+
+
+def _run(module, *flat, names=(), tie=False, chunks=None, mask=None):
+    """The module's DecoderLM holding these weights over the tokens (flat's last item), in one call (chunks
+    None) or chunk by chunk with the module's new_cache: every call's logits, then len(cache[0]) after each."""
+    *values, tokens = flat
+    model, call = model_of(module, dict(zip(names, values)), tie=tie)
+    if chunks is None:
+        return (call(tokens) if mask is None else call(tokens, None, mask),)
+    cache, outs, lengths, start = module.new_cache(model), [], [], 0
+    for n in chunks:
+        part = tokens[:, start:start + n]
+        outs.append(call(part, cache) if mask is None else call(part, cache, mask[:, :start + n]))
+        lengths.append(len(cache[0]))
+        start += n
+    return tuple(outs) + (torch.tensor(lengths, dtype=outs[0].dtype), torch.tensor(len(cache), dtype=outs[0].dtype))
+
+
+def probes(rng, dtype, scale):
+    """[(callable, args, kwargs)] for the mutation audit's equivalence check: a 2-layer model (2 query heads over
+    1 key/value head) untied and tied, without a cache, token by token, after a prefill, with left padding
+    (in one call and after a prefill); float64 weights require grad."""
+    grad = dtype == "float64"
+    calls = []
+    for tie, chunks, padded in ((False, None, False), (True, None, False), (False, [1] * 7, False),
+                                (True, [3, 2, 1, 1], False), (False, None, True), (False, [4, 2, 1], True)):
+        params = weights(rng, dtype, scale, tie=tie, grad=grad)
+        tokens = torch.tensor(rng.integers(0, CONFIG["vocab_size"], (2, 7)))
+        kw = dict(names=tuple(params), tie=tie, chunks=chunks, mask=MASK if padded else None)
+        calls.append((functools.partial(_run, **kw), list(params.values()) + [tokens], {}))
+    return calls
