@@ -20,7 +20,8 @@ sent bare, those calls are refused:
   {"op": "cache", "cls", "appends": [[k, v], ...]}   -> {"ok", "value", "mutated"}   (see cache())
   {"op": "grad", "target": {"op": "call" | "module", ...}, "cotangents", "small"}   (see grad())
                                                       -> {"ok", "value", "grads", "mutated", "gradcheck", ...}
-  {"op": "model_calls", "name", "init", "params", "device", "dtype", "cache_fn", "lr", "seed", "calls", "read"}
+  {"op": "model_calls", "name", "init", "params", "device", "dtype", "cache_fn", "lr", "seed", "calls", "read",
+   "cotangents"}
                                                       -> {"ok", "value", "params", "mutated"}   (measured only;
                                                       see model_calls(): a prefill then decode steps, ...)
   {"op": "measure", "request": <a call or module request>, "forbidden": [dotted names], "count",
@@ -483,7 +484,11 @@ def model_calls(req, run=_direct, reply_value=True):
     def sequence():
         # the meters run everything under no_grad: a training sequence ("grad") turns it back on
         with (torch.enable_grad() if req.get("grad") else contextlib.nullcontext()):
-            return steps()
+            done = steps()
+            if req.get("cotangents") is not None:     # a gradient check: "read" gets the gradients, not the values
+                state["grads"] = _call_grads(done[0], [_to_value(r) for r in req["cotangents"]],
+                                             dict(mod.named_parameters()), req.get("read", []))
+            return done
 
     def steps():
         outs, lengths = [], []
@@ -500,12 +505,28 @@ def model_calls(req, run=_direct, reply_value=True):
         return {"ok": True, "value": None, "params": shapes}
     own = dict(mod.named_parameters()) if mod is not None else {}
     read = tuple(own[n].detach() if n in own else None for n in req.get("read", []))
+    if "grads" in state:
+        read = state["grads"]
     g = state["generator"]
     drawn = torch.randint(0, 1 << 30, (4,), generator=g, device=g.device) if g is not None else None
     return {"ok": True, "value": wire.encode((outs, lengths, read, drawn)), "params": shapes, "mutated": []}
 
 
 # ------------------------------------------------------------------ gradients
+def _call_grads(outs, cotangents, params, names):
+    """The gradients of sum_i <outs[i], cotangents[i]> by the parameters named (None where a name is not
+    one, or the gradient does not reach it): model_calls' gradient check."""
+    import torch
+    live = [(o, torch.as_tensor(c).to(o.dtype)) for o, c in zip(outs, cotangents)
+            if isinstance(o, torch.Tensor) and o.requires_grad and o.shape == c.shape]
+    wanted = [params[n] for n in names if n in params]
+    if not live or not wanted:
+        return tuple(None for _n in names)
+    got = iter(torch.autograd.grad(sum((o * c).sum() for o, c in live), wanted, allow_unused=True))
+    grads = {n: next(got) for n in names if n in params}
+    return tuple(None if grads.get(n) is None else grads[n].detach() for n in names)
+
+
 def _leaf(rec):
     """A float64 CPU tensor that requires grad, from an input record."""
     import torch

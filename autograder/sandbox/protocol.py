@@ -104,16 +104,17 @@ def ref(name):
 
 
 def model_calls_request(name, init, params, calls, device="cpu", dtype="float64", cache_fn=None, lr=None,
-                        seed=None, grad=False, read=()):
+                        seed=None, grad=False, read=(), cotangents=None):
     """A sequence of calls on one state (the decoder's steps, see child/runner.py model_calls): the
     student's module `name(**init)` holding `params` (name None: no module), a cache from the student's
     `cache_fn(model)`, an SGD optimizer (lr), a generator seeded with `seed`; calls: [(function name or
     None for forward, [wire records or ref(...)], {keyword: ...}, a fresh cache first)]. The value is
     ((each call's return), [len(cache[0]) after each], (the parameters named in `read`, after), (4
-    numbers the generator draws after))."""
+    numbers the generator draws after)). cotangents (wire records, one per call, with grad): `read` holds
+    instead the gradients of sum_i <call i's output, cotangent i> by those parameters."""
     return {"op": "model_calls", "name": name, "init": {"kwargs": dict(init)}, "params": dict(params),
             "device": device, "dtype": dtype, "cache_fn": cache_fn, "lr": lr, "seed": seed, "grad": bool(grad),
-            "read": list(read),
+            "read": list(read), "cotangents": None if cotangents is None else list(cotangents),
             "calls": [{"fn": fn, "args": list(args), "kwargs": dict(kwargs), "fresh": bool(fresh)}
                       for fn, args, kwargs, fresh in calls]}
 

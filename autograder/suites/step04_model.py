@@ -16,7 +16,7 @@ from autograder.checks.inputs import randn, rng, rounded
 from autograder.child import meters
 from autograder.i18n import _
 from autograder.reference.decoder import model as known
-from autograder.sandbox.protocol import Returned, Seq, ref
+from autograder.sandbox.protocol import Returned, Seq, encode_value, ref
 from solutions.decoder import step04_model as reference
 
 STEP = "04_model"
@@ -165,7 +165,7 @@ def test_structure(student):
     _expect_structure(student, tie=True)
 
 
-@check("4.2", points=2, kind="numbers")
+@check("4.2", points=1.5, kind="numbers")
 def test_forward(student):
     """forward(tokens) without a cache: the embedding, the blocks in order, the final norm and the head, float64"""
     _expect_logits(student, "4.2")
@@ -240,3 +240,41 @@ def test_decode_cost(student):
                "{reference}. A decode step runs the new token alone through each block, which reads the cached "
                "keys and values as they are.", what=what, sizes=", ".join(map(str, CACHED)),
                flops=", ".join(f"{f:,}" for f in got), reference=", ".join(f"{f:,}" for f in expected)))
+
+
+# ------------------------------------------------------------------ gradients
+def _expect_grads(student, key, chunks=None, tie=False):
+    """The gradients of sum_i <logits of call i, a random cotangent> by every parameter (float64), as the
+    reference's: the graph from the embedding through the blocks, the final norm and the head (tied: the
+    embedding's two uses summed) kept whole, with and without the cache."""
+    params, tokens = _params(key, tie, "float32"), _tokens(key)
+    names = sorted(params)
+    sizes = chunks or [T]
+    cotangents = [randn((STEP, key, "d_logits", i), (B, n, V)) for i, n in enumerate(sizes)]
+    what = _("{what}: the gradients of the logits by every parameter", what=_what(chunks, None, tie))
+    request = student.model_calls_request(MODEL, _init(tie), params, _calls(tokens, chunks), grad=True, read=names,
+                                          cache_fn=None if chunks is None else NEW_CACHE,
+                                          cotangents=[encode_value(c, True) for c in cotangents])
+    value, _shapes = student.model_calls(request, what)
+    if value is None:
+        _expect_structure(student, tie)
+        fail(_("{what}: the grader could not load its parameters into your model.", what=what))
+    _outs, _lengths, read, _drawn = expect_seq(value, 4, what, ("outs", "lengths", "params", "drawn"))
+    got = read.items if isinstance(read, Seq) else []
+    missing = [n for n, g in zip(names, got) if not isinstance(g, Returned)]
+    if len(got) != len(names) or missing:
+        fail(_("{what}: no gradient reached {names}: the logits must depend on every parameter through operations "
+               "autograd follows (no .detach(), no torch.no_grad() in forward).", what=what,
+               names=", ".join(missing or names)))
+    expected = known.grads(params, CONFIG, tokens, cotangents, chunks, tie)
+    joined = np.concatenate([g.array.astype(np.float64).ravel() for g in got])
+    expect_close(Returned(joined, "tensor", "torch.Tensor", "float64"),
+                 np.concatenate([expected[n].ravel() for n in names]), what, "float64", "composed")
+
+
+@check("4.8", points=0.5, kind="gradients")
+def test_gradients(student):
+    """Gradients of the logits w.r.t. every parameter match the reference's (float64): without a cache, through one (a prefill of 5, then 2 and 1), and with tie_embeddings"""
+    _expect_grads(student, "4.8")
+    _expect_grads(student, "4.8 cached", chunks=[5, 2, 1])
+    _expect_grads(student, "4.8 tied", tie=True)

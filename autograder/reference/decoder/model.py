@@ -61,6 +61,21 @@ def run(params, config, tokens, chunks=None, mask=None, tie=False, mistake=None)
         return outs
 
 
+def grads(params, config, tokens, cotangents, chunks=None, tie=False):
+    """{name: float64 gradient} of sum_i <logits of call i, cotangents[i]> by each of the reference's parameters:
+    one call over tokens (chunks None), or the chunks one call each with one cache."""
+    model = build(params, config, tie)
+    tokens = torch.from_numpy(np.asarray(tokens))
+    outs, cache, start = [], (None if chunks is None else ref.new_cache(model)), 0
+    for n in chunks or [tokens.shape[1]]:
+        outs.append(model(tokens[:, start:start + n], cache))
+        start += n
+    total = sum((o * torch.from_numpy(np.asarray(c))).sum() for o, c in zip(outs, cotangents))
+    named = dict(model.named_parameters())
+    got = torch.autograd.grad(total, list(named.values()))
+    return {n: g.numpy() for n, g in zip(named, got)}
+
+
 def mistakes(params, config, tokens, chunks=None, mask=None, tie=False):
     """{id: [the logits of each call]} of every mistake that differs from the reference here."""
     right = run(params, config, tokens, chunks, mask, tie)
