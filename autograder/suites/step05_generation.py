@@ -9,9 +9,10 @@ token with the reference's. The cost of a generated token is counted (multiply-a
 it does not grow with the length generated.
 """
 import numpy as np
+import torch
 
 from autograder.checks import complexity
-from autograder.checks.expect import check, expect_array, expect_seq, fail, named_on_evidence
+from autograder.checks.expect import check, expect_array, expect_seq, fail, inputs_changed, named_on_evidence
 from autograder.checks.inputs import randn, rng, rounded
 from autograder.child import meters
 from autograder.i18n import _
@@ -164,7 +165,7 @@ def _expect_generate(student, key, prompts, mask=None, seed=None, mistakes=(), *
     _expect_tokens(got, expected, what, variants)
 
 
-@check("5.5", points=1.5, kind="numbers")
+@check("5.5", points=1, kind="numbers")
 def test_generate_greedy(student):
     """Greedy generate: a prefill, then one token a call with the cache, max_new_tokens tokens appended"""
     _expect_generate(student, "5.5", _prompts("5.5")[0], max_new_tokens=6)
@@ -228,3 +229,34 @@ def test_generate_cost(student):
         fail(_("{what}: each of the tokens {first} to {last} cost {flops} multiply-adds on average; the reference's "
                "cost {reference}.", what=what, first=LENGTHS[0] + 1, last=LENGTHS[1], flops=f"{per_token:,}",
                reference=f"{reference_per_token:,}"), ["generate-without-cache"])
+
+
+# ------------------------------------------------------------------ float32
+@check("5.10", points=0.5, kind="numbers")
+def test_float32(student):
+    """In float32: sample_next on float32 logits and generate on a float32 model draw the reference's tokens, and sample_next leaves the caller's logits as they were"""
+    logits = _logits("5.10").astype(np.float32)
+    options = dict(temperature=0.9, top_k=8, top_p=0.8)
+    got, _drawn, what = _sample(student, logits, 9, **options)
+    _expect_tokens(got, known.sample(logits, seed=9, **options)[0], _("{what} in {dtype}", what=what, dtype="float32"))
+    argmax = student.call("sample_next", logits, 0.7, 1)        # top_k=1: the argmax whatever is drawn
+    what = f"sample_next(logits of shape {logits.shape}, temperature=0.7, top_k=1)"
+    if student.mutated:
+        fail(inputs_changed(what, student.mutated, "torch"))
+    _expect_tokens(argmax, logits.argmax(-1), what)
+    prompts, mask = _prompts("5.10", 2, 5, pads=(0, 2))
+    params = _params("5.10")
+    what = f"generate(model in float32, prompts of shape {prompts.shape}, attention_mask, max_new_tokens=6)"
+    request = student.model_calls_request(MODEL, CONFIG, params, [("generate", [ref("model"), prompts],
+                                                                    dict(attention_mask=mask, max_new_tokens=6), False)],
+                                          "float32")
+    value, _shapes = student.model_calls(request, what)
+    if value is None:
+        fail(_("{what}: the grader could not load its weights into the notebook's DecoderLM (leave its given cell "
+               "as it is).", what=what))
+    outs, _lengths, _read, _d = expect_seq(value, 4, what, ("outs", "lengths", "params", "drawn"))
+    items = outs.items if isinstance(outs, Seq) else []
+    if len(items) != 1:
+        fail(_("{what} returned nothing the grader could read.", what=what))
+    _expect_tokens(items[0], known.generate(params, CONFIG, prompts, mask, max_new_tokens=6, dtype=torch.float32),
+                   what)

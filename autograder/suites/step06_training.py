@@ -90,7 +90,7 @@ def _train_calls(batches):
     return [("train_step", [ref("model"), ref("optimizer"), batch], {}, False) for batch in batches]
 
 
-@check("6.4", points=3.5, kind="numbers")
+@check("6.4", points=3, kind="numbers")
 def test_train_step(student):
     """train_step, three times with SGD(lr=0.1): it returns the loss before each step as a float, and the parameters after the three steps are the reference's (gradients zeroed, one backward, one step)"""
     params, batches = _params("6.4"), _batches("6.4")
@@ -159,3 +159,30 @@ def test_memory(student):
                "{factor} times that is allowed. Is a (B, T, vocab_size) tensor built several times (a one-hot of "
                "the targets, probabilities beside log-probabilities), or are graphs of earlier steps kept alive?",
                what=what, got=f"{m.peak_bytes:,}", reference=f"{peak:,}", factor=MEMORY_FACTOR))
+
+
+# ------------------------------------------------------------------ float32
+@check("6.6", points=0.5, kind="numbers")
+def test_train_step_float32(student):
+    """train_step on a float32 model, three times with SGD(lr=0.1): the losses it returns and the parameters after are the reference's, to float32's precision"""
+    params, batches = _params("6.6"), _batches("6.6")
+    names = sorted(params)
+    what = _("{what} in {dtype}", what=_("train_step(model, SGD(lr={lr}), tokens of shape {shape}), three times",
+                                         lr=LR, shape=batches[0].shape), dtype="float32")
+    request = student.model_calls_request(MODEL, CONFIG, params, _train_calls(batches), "float32", lr=LR, grad=True,
+                                          read=names)
+    value, _shapes = student.model_calls(request, what)
+    if value is None:
+        fail(_("{what}: the grader could not load its weights into the notebook's DecoderLM (leave its given cell "
+               "as it is).", what=what))
+    outs, _lengths, read, _drawn = expect_seq(value, 4, what, ("outs", "lengths", "params", "drawn"))
+    losses = outs.items if isinstance(outs, Seq) else []
+    after = read.items if isinstance(read, Seq) else []
+    if (len(losses) != len(batches) or not all(type(v) is float for v in losses) or len(after) != len(names)
+            or not all(isinstance(a, Returned) for a in after)):
+        fail(_("{what}: the grader could not read the model's parameters after the steps.", what=what))
+    got = np.concatenate([np.array(losses)] + [a.array.astype(np.float64).ravel() for a in after])
+    want_losses, want_params = known.train(params, CONFIG, batches, LR)
+    expected = np.concatenate([np.array(want_losses)] + [want_params[n].ravel() for n in names])
+    expect_close(Returned(got, "tensor", "torch.Tensor", "float32"), expected,
+                 _("{what}: the three losses, then every parameter after the steps", what=what), "float32", "composed")

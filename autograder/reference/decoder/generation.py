@@ -63,10 +63,10 @@ def build(params, config, dtype=torch.float64):
     return model.eval()
 
 
-def generate(params, config, prompts, mask=None, seed=None, mistake=None, **options):
+def generate(params, config, prompts, mask=None, seed=None, mistake=None, dtype=torch.float64, **options):
     """The reference's generate on the model holding `params` (numpy int64), or with `mistake`: the
     attention_mask not given to the model, or a finished row not kept at eos_id."""
-    model = build(params, config)
+    model = build(params, config, dtype)
     prompts = torch.from_numpy(np.asarray(prompts))
     mask = None if mask is None else torch.from_numpy(np.asarray(mask))
     g = None if seed is None else torch.Generator().manual_seed(seed)
