@@ -46,9 +46,9 @@ def _structure(student):
                "optimiser trains only parameters.", module=f"{MODULE}({D})", shape=(D,), listing=listing))
 
 
-def _run(student, request, key, eps, scale, dtype="float64", student_=None, weight=True):
+def _run(student, request, key, eps, scale, dtype="float64", student_=None, weight=True, shape=(B, T, D)):
     """The student's output against the reference's, named when a mistake explains it."""
-    x_low, x64 = rounded(randn((STEP, key, "x"), (B, T, D), scale), dtype)
+    x_low, x64 = rounded(randn((STEP, key, "x"), shape, scale), dtype)
     w = _weight(key, "float32" if dtype == "float64" else dtype)
     params = {"weight": w} if weight else {}
     init = _init(eps) if eps != 1e-06 else {"dim": D}
@@ -87,13 +87,14 @@ def test_structure(student, request):
 
 @check("1.2", points=3, kind="numbers")
 def test_float64(student, request):
-    """forward(x) in float64: x / sqrt(mean(x**2) + eps) * weight, at the default eps on small inputs and at eps=0.5"""
+    """forward(x) in float64: x / sqrt(mean(x**2) + eps) * weight, at the default eps on small inputs and at eps=0.5, x (B, T, dim) and x (dim,)"""
     x = randn((STEP, "1.2 fp", "x"), (B, T, D))
     expect_full_precision(student, student.module_request(MODULE, {"dim": D}, {"weight": _weight("1.2 fp")}, x),
                           _what(1e-06))
     _run(student, request, "1.2 small", 1e-06, 0.002)
     _run(student, request, "1.2", 0.5, 1.0)
     _run(student, request, "1.2 ordinary", 1e-06, 1.0)
+    _run(student, request, "1.2 vector", 1e-06, 1.0, shape=(D,))         # no leading dimension
 
 
 @check("1.3", points=1, kind="numbers")

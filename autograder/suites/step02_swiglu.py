@@ -42,8 +42,8 @@ def _structure(student):
                listing=listing))
 
 
-def _run(student, request, key, dtype="float64", device=None, student_=None):
-    x_low, x64 = rounded(randn((STEP, key, "x"), (B, T, D)), dtype)
+def _run(student, request, key, dtype="float64", device=None, student_=None, shape=(B, T, D)):
+    x_low, x64 = rounded(randn((STEP, key, "x"), shape), dtype)
     params = _params(key, "float32" if dtype == "float64" else dtype)
     what = f"{MODULE}({D}, {HID}).forward(x)"
     if dtype != "float64":
@@ -71,12 +71,13 @@ def test_structure(student):
 
 @check("2.2", points=4, kind="numbers")
 def test_float64(student, request):
-    """forward(x) in float64: down_proj(silu(gate_proj(x)) * up_proj(x))"""
+    """forward(x) in float64: down_proj(silu(gate_proj(x)) * up_proj(x)), x (B, T, dim) and x (dim,)"""
     x = randn((STEP, "2.2 fp", "x"), (B, T, D))
     expect_full_precision(student, student.module_request(MODULE, INIT, _params("2.2 fp"), x),
                           f"{MODULE}({D}, {HID}).forward(x)")
     for key in ("2.2", "2.2 again"):
         _run(student, request, key)
+    _run(student, request, "2.2 vector", shape=(D,))         # no leading dimension
 
 
 @check("2.3", points=1, kind="numbers")
