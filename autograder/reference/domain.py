@@ -205,7 +205,8 @@ PROBES = {
                      ("cache", "None"): _p(["4.2", "4.3"], ["4.8"]),
                      ("cache", "a prefill, then new tokens"): _p(["4.4", "4.6"], ["4.8"]),
                      ("cache", "one token at a time"): _p(["4.4"]), ("cache", "several new tokens at once"): _p(["4.4"])},
-        "05_generation": {("dtype", "float64"): _p(["5.1", "5.2", "5.3", "5.4"]), ("dtype", "float32"): _p(["5.10"])},
+        "05_generation": {("dtype", "float64"): _p(["5.1", "5.2", "5.3", "5.4"]), ("dtype", "float32"): _p(["5.10"]),
+                          ("scores", "in the thousands"): _p(["5.11"])},     # logits: 3000 plus a few units
         # train_step's gradients are checked by their effect: the parameters after three SGD steps (6.4)
         "06_training": {("dtype", "float64"): _p(["6.1", "6.2"], ["6.4"]), ("dtype", "float32"): _p(["6.3", "6.6"])},
     },

@@ -109,7 +109,7 @@ def test_greedy(student):
                "generator draws). Greedy decoding takes the argmax and draws nothing.", what=what))
 
 
-@check("5.2", points=1.5, kind="numbers")
+@check("5.2", points=1.25, kind="numbers")
 def test_temperature(student):
     """sample_next with a temperature draws from softmax(logits / temperature) with the generator given, one torch.multinomial draw per row"""
     _expect_sample(student, "5.2", 1, temperature=0.7)
@@ -260,3 +260,12 @@ def test_float32(student):
         fail(_("{what} returned nothing the grader could read.", what=what))
     _expect_tokens(items[0], known.generate(params, CONFIG, prompts, mask, max_new_tokens=6, dtype=torch.float32),
                    what)
+
+
+@check("5.11", points=0.25, kind="numbers")
+def test_large_logits(student):
+    """sample_next on logits in the thousands (3000 plus a spread of a few units): the reference's tokens, with a temperature and with top_p (softmax's exp taken after subtracting the max)"""
+    logits = 3000.0 + _logits("5.11")
+    for seed, options in ((12, dict(temperature=1.0)), (13, dict(temperature=0.8, top_p=0.9))):
+        got, _drawn, what = _sample(student, logits, seed, **options)
+        _expect_tokens(got, known.sample(logits, seed=seed, **options)[0], what)
