@@ -200,7 +200,8 @@ PROBES = {
                              ("cache", "one token at a time"): _p(["3.5"]),
                              ("cache", "several new tokens at once"): _p(["3.5"]),
                              ("positions", "starting at 0"): _p(["3.3", "3.5"], ["3.9"]),   # positions=None: 0, 1, ...
-                             ("positions", "not starting at 0"): _p(["3.7"])},           # from 4093 on
+                             ("positions", "not starting at 0"): _p(["3.7"], ["3.9"]),   # from 4093 on
+                             ("positions", "int32"): _p(["3.7"])},
         "04_model": {("dtype", "float64"): _p(["4.2", "4.4", "4.5"], ["4.8"]), ("dtype", "float32"): _p(["4.6"]),
                      ("cache", "None"): _p(["4.2", "4.3"], ["4.8"]),
                      ("cache", "a prefill, then new tokens"): _p(["4.4", "4.6"], ["4.8"]),

@@ -21,7 +21,7 @@ from autograder.checks.inputs import randn, rounded
 from autograder.child import meters
 from autograder.i18n import _
 from autograder.reference.decoder import decoder_block as known
-from autograder.sandbox.protocol import Seq
+from autograder.sandbox.protocol import Seq, encode_value
 from solutions.decoder import step03_decoder_block as ref
 
 STEP = "03_decoder_block"
@@ -236,14 +236,14 @@ def test_cache_contents(student):
 
 @check("3.7", points=1, kind="property")
 def test_positions_and_key_mask(student, request):
-    """positions (B, T) and key_mask (B, T_cached + T) given: two left-padded rows, their positions counting real tokens only (from 4093 on), padded keys weighted 0 (at once, and a prefill of 3 then 3 with the cache)"""
+    """positions (B, T) and key_mask (B, T_cached + T) given: two left-padded rows, their positions counting real tokens only (from 4093 on; int64, and int32 with the cache), padded keys weighted 0 (at once, and a prefill of 3 then 3 with the cache)"""
     x = randn((STEP, "3.7", "x"), (B, T, D))
     params = _params("3.7")
     mask = np.array([[False, False, True, True, True, True], [True] * T])
     # far from 0 (a context continued at 4093): angles computed in float32 show there
     positions = (np.maximum(np.cumsum(mask, axis=-1) - 1, 0) + 4093).astype(np.int64)
-    kwargs = {"positions": positions, "key_mask": mask}
     for chunks in (None, [3, 3]):
+        kwargs = {"positions": positions if chunks is None else positions.astype(np.int32), "key_mask": mask}
         outs, what, _k = _run(student, params, x, chunks, kwargs=kwargs,
                               chunked={"positions": "chunk", "key_mask": "prefix"})
         what = _("{what}, with positions and key_mask", what=what)
@@ -328,7 +328,7 @@ def test_cost(student, request):
 SMALL = {"dim": 4, "num_heads": 2, "num_kv_heads": 1, "hidden_dim": 3}
 
 
-def _reference_forward(chunks):
+def _reference_forward(chunks, positions=None):
     mod = ref.DecoderBlock(D, H, KV, HID).double()
     names = [n for n, _p in mod.named_parameters()]
 
@@ -336,7 +336,7 @@ def _reference_forward(chunks):
         def step(*args):
             return torch.func.functional_call(mod, dict(zip(names, ws)), args)
         if chunks is None:
-            return (step(x),)
+            return (step(x) if positions is None else step(x, None, torch.from_numpy(positions)),)
         cache, outs, start = ref.LayerCache(), [], 0
         for n in chunks:
             outs.append(step(x[:, start:start + n], cache))
@@ -345,8 +345,8 @@ def _reference_forward(chunks):
     return forward, names
 
 
-def _expect_gradients(student, key, chunks):
-    forward, names = _reference_forward(chunks)
+def _expect_gradients(student, key, chunks, positions=None):
+    forward, names = _reference_forward(chunks, positions)
     raw = {n: randn((STEP, key, n), s, 0.2) + 1 if len(s) == 1 else randn((STEP, key, n), s, s[1] ** -0.5)
            for n, s in _shapes().items()}
     params = {n: raw[n] for n in names}
@@ -358,8 +358,12 @@ def _expect_gradients(student, key, chunks):
     s_x = randn((STEP, key, "small x"), (1, 3, 4))
     cache = None if chunks is None else (CACHE, chunks)
     what = _what(chunks)
+    target = gradients.module_target(MODULE, INIT, params, x, cache,
+                                     None if positions is None else {"positions": positions})
+    if positions is not None:       # forward's positions, an int64 tensor as the contract has it (not differentiated)
+        target["forward"]["kwargs"]["positions"] = encode_value(positions, True)
     got = gradients.run_backward(
-        student, gradients.module_target(MODULE, INIT, params, x, cache), cotangents,
+        student, target, cotangents,
         gradients.module_target(MODULE, SMALL, s_params, s_x, None if chunks is None else (CACHE, [2, 1])), what)
     if got.value is None:
         _structure(student)
@@ -381,9 +385,10 @@ def _expect_gradients(student, key, chunks):
 
 @check("3.9", points=0.5, kind="gradients")
 def test_gradients(student):
-    """Gradients w.r.t. x and every parameter match the reference's (float64), without a cache and through one (a prefill of 3, then 2 and 1), and gradcheck passes"""
+    """Gradients w.r.t. x and every parameter match the reference's (float64), without a cache, through one (a prefill of 3, then 2 and 1), and at positions from 4093 on, and gradcheck passes"""
     _expect_gradients(student, "3.9", None)
     _expect_gradients(student, "3.9 cache", [3, 2, 1])
+    _expect_gradients(student, "3.9 offset", None, np.arange(4093, 4093 + T))      # positions not starting at 0
 
 
 # ------------------------------------------------------------------ GPU (no points; skipped without CUDA)
