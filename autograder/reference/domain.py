@@ -195,6 +195,7 @@ PROBES = {
         "02_swiglu": {("dtype", "float64"): _p(["2.2"], ["2.4"]), ("dtype", "float32"): _p(["2.3"]),
                       ("x", "no leading dimension"): _p(["2.2"]), ("x", "leading batch dimensions"): _p(["2.2"])},
         "03_decoder_block": {("dtype", "float64"): _p(["3.3", "3.5"], ["3.9"]), ("dtype", "float32"): _p(["3.4"]),
+                             ("scores", "in the thousands"): _p(["3.11"]),
                              ("cache", "None"): _p(["3.3", "3.4"], ["3.9"]),
                              ("cache", "a prefill, then new tokens"): _p(["3.4", "3.5"], ["3.9"]),
                              ("cache", "one token at a time"): _p(["3.5"]),

@@ -183,7 +183,7 @@ def test_cache(student):
                "positions held).", what=what, got=_lengths(lengths), expected=want))
 
 
-@check("3.3", points=2, kind="numbers")
+@check("3.3", points=1.75, kind="numbers")
 def test_forward_float64(student, request):
     """forward(x) without a cache, float64: pre-norm residuals, causal grouped-query attention with RoPE on queries and keys, SwiGLU"""
     _numbers(student, request, "3.3")
@@ -405,3 +405,17 @@ def test_cuda(student, cuda, request):
             for out in outs:
                 expect_dtype(request, out, dtype, what, "torch")
             _expect_outputs(outs, what, params, x64, [3, 2, 1], dtype, name=False)
+
+
+# ------------------------------------------------------------------ scores in the thousands
+@check("3.11", points=0.25, kind="numbers")
+def test_large_scores(student):
+    """Attention scores in the thousands (q_proj and k_proj weights 32 times larger), without a cache and with one (a prefill of 4, then 2): finite and right, the softmax's exp taken after subtracting the max"""
+    params = _params("3.11")
+    for name in ("q_proj.weight", "k_proj.weight"):
+        params[name] = params[name] * 32.0                  # a power of two: still exact in float32
+    x = randn((STEP, "3.11", "x"), (B, T, D))
+    for chunks in (None, [4, 2]):
+        outs, what, _k = _run(student, params, x, chunks)
+        what = _("{what}, q_proj and k_proj weights 32 times larger (scores in the thousands)", what=what)
+        _expect_outputs(outs, what, params, x, chunks, "float64")
