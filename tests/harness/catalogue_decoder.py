@@ -154,20 +154,20 @@ CASES = [
     ("swiglu-wrong-activation", "02_swiglu", dict(act="torch.relu"), "2.2 2.3 2.4"),
     ("swiglu-wrong-activation", "02_swiglu", dict(act="F.gelu"), "2.2 2.3 2.4"),
     ("block-residual-around-norm", "03_decoder_block",
-     dict(h="a + self.attend(a, cache, positions, key_mask)", out="f + self.ffn(f)"), "3.3 3.4 3.5 3.7 3.9"),
+     dict(h="a + self.attend(a, cache, positions, key_mask)", out="f + self.ffn(f)"), "3.3 3.4 3.5 3.7 3.9 3.11"),
     ("block-post-norm", "03_decoder_block",
      dict(a="x", h="self.attn_norm(x + self.attend(x, cache, positions, key_mask))", f="h",
-          out="self.ffn_norm(h + self.ffn(h))"), "3.3 3.4 3.5 3.6 3.7 3.9"),
+          out="self.ffn_norm(h + self.ffn(h))"), "3.3 3.4 3.5 3.6 3.7 3.9 3.11"),
     ("rope-on-values", "03_decoder_block",
      dict(turn="q, k, v = (turn(t, pos, self.base) for t in (q, k, v))\n        if cache is not None:\n"
-               "            k, v = cache.append(k, v)"), "3.3 3.4 3.5 3.7 3.9"),
+               "            k, v = cache.append(k, v)"), "3.3 3.4 3.5 3.7 3.9 3.11"),
     # right without a cache and for the prefill; every later token turned at position 0
     ("rope-position-ignores-cache", "03_decoder_block", dict(pos="torch.arange(T, device=a.device)"),
-     "3.4 3.5 3.6 3.9"),
-    ("block-causal-aligned-at-start", "03_decoder_block", dict(offset="0"), "3.4 3.5 3.7 3.9"),
+     "3.4 3.5 3.6 3.9 3.11"),
+    ("block-causal-aligned-at-start", "03_decoder_block", dict(offset="0"), "3.4 3.5 3.7 3.9 3.11"),
     ("rope-keys-rotated-twice", "03_decoder_block",
      dict(kread="(turn(k, torch.arange(k.shape[2], device=a.device), self.base) if cache is not None else k)"
-                ".repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)"), "3.4 3.5 3.7 3.9"),
+                ".repeat_interleave(rep, 1), v.repeat_interleave(rep, 1)"), "3.4 3.5 3.7 3.9 3.11"),
     # right values: only the keys handed to cache.append show them
     ("cache-all-query-heads", "03_decoder_block", dict(turn=_TURN_ALL_HEADS, kread="k, v"), "3.6"),
     ("cache-keys-before-rope", "03_decoder_block", dict(turn=_TURN_BEFORE_ROPE), "3.6 3.7"),
