@@ -10,6 +10,9 @@ the checks' own titles (each title names its inputs). tests/reference/test_domai
 region has no check, when a check listed is not in the step's suite, and when
 docs/domain_coverage.md is not what `python -m autograder.reference.domain` writes.
 
+`NEEDS` corrects those rules, as data with each reason, where a step's own code has less than its names
+suggest (the decoder: no attention scores in a norm, no gradients of drawn integer tokens).
+
     regions(step)      [(argument, region, needs)], needs: ("values",) or ("values", "gradients")
     table()            the Markdown of docs/domain_coverage.md
 """
