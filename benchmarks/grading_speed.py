@@ -60,9 +60,14 @@ SLIPS = {
     "self_attention": [("K = X @ W_K", "K = X @ W_Q"), ("np.swapaxes(K, -1, -2)", "K"), ("np.sqrt(d_k)", "d_k"),
                        ("axis=axis", "axis=0"), ("math.sqrt", "float"), ("@ W_O", "@ W_O.T")],
     "modern_attention": [("math.sqrt(", "float("), ("-2.0 * i", "-1.0 * i")],
+    "decoder": [("h.pow(2).mean(-1,", "h.pow(2).sum(-1,"), ("F.silu(self.gate_proj(x))", "F.relu(self.gate_proj(x))"),
+                ("/ math.sqrt(self.head_dim)", "/ self.head_dim"), ("self.lm_head(self.norm(x))", "self.lm_head(x)"),
+                ("logits = logits / temperature", "logits = logits * temperature"),
+                ("logits[:, :-1], tokens[:, 1:]", "logits[:, 1:], tokens[:, :-1]")],
 }
 STUB_STEPS = {"self_attention": ("04_softmax", "07_full_module"),
-              "modern_attention": ("02_cross_attention", "05_kv_cache")}
+              "modern_attention": ("02_cross_attention", "05_kv_cache"),
+              "decoder": ("02_swiglu", "05_generation")}
 
 
 # ------------------------------------------------------------------ submissions

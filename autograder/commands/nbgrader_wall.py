@@ -80,6 +80,18 @@ def submitted_original(preprocessor, resources):
     return coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
 
 
+def master_folder(preprocessor, resources):
+    """The assignment's folder under the course's source/ (the instructor's: its files beside the
+    master notebooks are the data the notebooks read, the decoder's data/corpus.txt), or None."""
+    coursedir, owner = None, getattr(preprocessor, "parent", None)
+    while owner is not None and coursedir is None:
+        coursedir, owner = getattr(owner, "coursedir", None), getattr(owner, "parent", None)
+    info = resources.get("nbgrader") or {}
+    if coursedir is None or "assignment" not in info:
+        return None
+    return coursedir.format_path(coursedir.source_directory, ".", info["assignment"])
+
+
 def refused_original(folder, name):
     """Why the submitted notebook `name` (or a folder above it) cannot be taken as the student's
     own file, in the student's words; None when it is a regular file in real folders."""
@@ -275,6 +287,7 @@ class WalledExecute(OutputCap, Execute):
         resources = resources if resources is not None else {}
         resources.setdefault(RESOURCE_KEY, {})["as_submitted"] = copy.deepcopy(nb)
         self._original = submitted_original(self, resources)
+        self._master = master_folder(self, resources)
         refused = refused_original(self._original, f"{resources.get('nbgrader', {}).get('notebook')}.ipynb")
         if refused:
             # a link (to the master notebook, say): what nbgrader copied is the course's, not the
@@ -325,6 +338,7 @@ class WalledExecute(OutputCap, Execute):
         if isinstance(km, WalledKernelManager):
             km.framework = getattr(self, "_framework", "")
             km.data_folder = getattr(self, "_original", None)    # the data files: the student's originals
+            km.master_folder = getattr(self, "_master", None)    # and the course's, over them
             km.max_message_bytes = self.max_cell_output_bytes + (1 << 20)
         return km
 
@@ -483,6 +497,12 @@ class WalledKernelManager(AsyncKernelManager):
         source = data_folder if data_folder and os.path.isdir(data_folder) else notebook_dir
         if source:
             copy_beside_files(source, self._scratch, limits.file_bytes)
+        # then the course's own files beside the masters (source/<assignment>/, subfolders too), the
+        # master's version winning, as nbgrader copies them into autograded/: what the released
+        # notebooks read (the decoder's data/corpus.txt) is there whether the student handed it in or not
+        master = getattr(self, "master_folder", None)
+        if master and os.path.isdir(master) and not os.path.islink(master):
+            copy_master_files(master, self._scratch, limits.file_bytes)
         pid_ns = not (self.framework != "numpy" and isolation.gpu_present())
         visible = isolation.make_plan("process", self._scratch, limits, shared=[self._sockets]).visible
         cover = paths_to_cover([p for p in (self._course_root(), notebook_dir) if p], visible)
@@ -621,6 +641,46 @@ def copy_beside_files(folder, scratch, file_bytes, total=DATA_FILE_BYTES):
             left -= size
         except OSError:
             continue
+
+
+def copy_master_files(folder, scratch, file_bytes, total=DATA_FILE_BYTES, depth=4):
+    """The course's files beside the master notebooks, copied into the kernel's folder at the same
+    relative paths (data/corpus.txt -> <scratch>/data/corpus.txt), over the student's: no notebooks
+    (the masters hold the solutions), no links, no hidden entries, `depth` folders deep, nothing over
+    the file limit, `total` bytes in all."""
+    left = total
+
+    def walk(src, dst, level):
+        nonlocal left
+        try:
+            entries = sorted(os.scandir(src), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                if entry.name.startswith(".") or entry.name.endswith(".ipynb") or entry.is_symlink():
+                    continue
+                target = os.path.join(dst, entry.name)
+                if entry.is_dir(follow_symlinks=False):
+                    if level < depth:
+                        if os.path.lexists(target) and not os.path.isdir(target):
+                            os.remove(target)             # the student's file of that name: the course's folder wins
+                        os.makedirs(target, exist_ok=True)
+                        walk(entry.path, target, level + 1)
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                size = entry.stat(follow_symlinks=False).st_size
+                if size > min(file_bytes, left) or os.path.isdir(target):
+                    continue
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+                with os.fdopen(fd, "rb") as f_in, open(target, "wb") as f_out:
+                    f_out.write(f_in.read(size))
+                left -= size
+            except OSError:
+                continue
+
+    walk(folder, scratch, 0)
 
 
 def paths_to_cover(paths, visible):

@@ -848,14 +848,25 @@ def _scratch_tmpfs(plan, root):
     for name in ("work", "tmp", "shm"):
         os.mkdir(os.path.join(fs, name), 0o700)
         os.chown(os.path.join(fs, name), owner, group)
-    for entry in os.scandir(plan.scratch):
+    _copy_scratch(plan.scratch, os.path.join(fs, "work"), owner, group)
+    return fs
+
+
+def _copy_scratch(src_folder, dst_folder, owner, group, depth=4):
+    """The grader's files in the host's scratch folder, into the tmpfs: regular files, and the
+    folders (not hidden: the new root's mount point is one; `depth` deep) that the nbgrader wall puts
+    there for the course's data (the decoder's data/corpus.txt); never a link."""
+    for entry in os.scandir(src_folder):
+        target = os.path.join(dst_folder, entry.name)
         if entry.is_file(follow_symlinks=False):
-            target = os.path.join(fs, "work", entry.name)
             with open(entry.path, "rb") as src, open(target, "wb") as dst:
                 while chunk := src.read(1 << 20):
                     dst.write(chunk)
             os.chown(target, owner, group)
-    return fs
+        elif entry.is_dir(follow_symlinks=False) and not entry.name.startswith(".") and depth > 0:
+            os.mkdir(target, 0o755)
+            os.chown(target, owner, group)
+            _copy_scratch(entry.path, target, owner, group, depth - 1)
 
 
 def _mount_proc(plan, root):

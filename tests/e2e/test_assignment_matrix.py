@@ -1,7 +1,8 @@
-"""Issue 26: every assignment on every path. For each assignment (the kit's two and the test-only
-third one, tests/third_assignment/, registered here and nowhere in the kit), a few submissions are
+"""Issue 26: every assignment on every path. For each assignment (the kit's three: self_attention,
+modern_attention, decoder (issue 31); and the test-only one, tests/third_assignment/, registered here
+and nowhere in the kit), a few submissions are
 graded ONCE in this process by a warm Grader (a folder, one file, a notebook), and once by
-`grade-all` (a class that mixes the three assignments: folders and zips; an nbgrader course),
+`grade-all` (a class that mixes the four assignments: folders and zips; an nbgrader course),
 then every path's view of them is asserted: the same per-step scores as `grade` of the same
 files, each path in that assignment's own terms (its steps, its maximum, its name).
 
@@ -31,7 +32,7 @@ from autograder.reports import class_view, github, gradescope_json, html, junit,
 HERE = Path(__file__).resolve().parent.parent      # tests/
 ROOT = HERE.parent
 THIRD = HERE / "third_assignment" / "assignment.py"
-ASSIGNMENTS = ["self_attention", "modern_attention", "toy_scores"]
+ASSIGNMENTS = ["self_attention", "modern_attention", "decoder", "toy_scores"]     # the registry's order
 PATHS = ["folder", "file", "notebook"]
 TEMPLATES = ROOT / "templates"
 
@@ -121,6 +122,10 @@ def graded(third, tmp_path_factory):
                       "notebook": grader.grade(str(nb)),
                       "partial": grader.grade(str(write_partial(tmp / a / "partial", a))),
                       "dir": tmp / a}
+        alone = tmp / "decoder" / "alone" / "06_training.ipynb"        # the step that reads the corpus
+        alone.parent.mkdir()
+        alone.write_text(filled_notebook("decoder", "06_training"))
+        out["decoder"]["step6-notebook"] = grader.grade(str(alone))
     finally:
         grader.close()
     return out
@@ -128,8 +133,8 @@ def graded(third, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def klass(graded, tmp_path_factory):
-    """One grade-all of a class mixing the three assignments (folders and zips, a mistake in the
-    third), its class view in English and Chinese; and one grade-all of an nbgrader course."""
+    """One grade-all of a class mixing the four assignments (folders and zips, a mistake in the
+    test-only one, the decoder's notebooks zipped without their data/), its class view in English and Chinese; and one grade-all of an nbgrader course."""
     tmp = tmp_path_factory.mktemp("class")
     root, course = tmp / "root", tmp / "course"
     for a in ASSIGNMENTS:
@@ -137,6 +142,11 @@ def klass(graded, tmp_path_factory):
         zip_of(write_full(tmp / "zips" / a, a), root / f"zip-{a}.zip")
         write_partial(root / f"part-{a}", a)
         write_full(course / "submitted" / f"student-{a}" / a, a)
+    nbs = tmp / "nbs" / "decoder"              # released notebooks, filled, zipped without data/corpus.txt
+    nbs.mkdir(parents=True)
+    for step in contract.ASSIGNMENTS["decoder"]:
+        (nbs / f"{step.stem}.ipynb").write_text(filled_notebook("decoder", step.stem))
+    zip_of(nbs, root / "nbzip-decoder.zip")
     bad = root / "bad-toy_scores"
     bad.mkdir()
     (bad / "01_toy_scores.py").write_text("import numpy as np\n\ndef toy_scores(Q, K):\n"
@@ -214,6 +224,23 @@ def test_grade_all_scores_each_student_as_grade_does(graded, klass, assignment, 
     assert results["extra_data"]["max_score"] == contract.REGISTRY[assignment].max_score
 
 
+def test_the_decoders_notebooks_grade_without_their_corpus(graded, klass):
+    """Step 6's notebook reads data/corpus.txt (beside the released notebooks) in its demo cells only,
+    which the grader never runs: the decoder's released notebooks, filled in and zipped without data/,
+    get full marks from grade-all, and its step 6 notebook alone (no data/ beside it) from grade."""
+    demo = [c for c in json.loads(filled_notebook("decoder", "06_training"))["cells"]
+            if c["cell_type"] == "code" and "data/corpus.txt" in "".join(c["source"])]
+    assert demo and all(submitted_files.is_test_cell(c) for c in demo)
+    results = results_of(klass["out"], "nbzip-decoder")
+    assert results["extra_data"]["assignment"] == "decoder"
+    assert step_scores(results) == scores(graded["decoder"]["folder"])
+    assert results["score"] == contract.REGISTRY["decoder"].max_score
+    alone = graded["decoder"]["dir"] / "alone" / "06_training.ipynb"
+    assert not (alone.parent / "data").exists()
+    assert scores(graded["decoder"]["step6-notebook"]) == {"06_training": 10.0} == \
+        {"06_training": scores(graded["decoder"]["folder"])["06_training"]}
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_a_mixed_class_gets_one_gradebook_per_assignment_with_its_steps(graded, klass, assignment):
     path = batch.csv_paths(klass["csv"], ASSIGNMENTS)[assignment]
@@ -223,7 +250,8 @@ def test_a_mixed_class_gets_one_gradebook_per_assignment_with_its_steps(graded, 
     assert list(rows[0]) == ["student"] + its.stems + ["total", "max_score", "error"]
     by_name = {r["student"]: r for r in rows}
     expected = {f"full-{assignment}", f"zip-{assignment}", f"part-{assignment}"} | (
-        {"bad-toy_scores"} if assignment == "toy_scores" else set())
+        {"bad-toy_scores"} if assignment == "toy_scores" else set()) | (
+        {"nbzip-decoder"} if assignment == "decoder" else set())
     assert set(by_name) == expected
     for name, report in ((f"full-{assignment}", "folder"), (f"zip-{assignment}", "folder"),
                          (f"part-{assignment}", "partial")):
@@ -263,7 +291,7 @@ def test_the_class_view_of_each_assignment_has_its_steps_maxima_and_mistakes(gra
         assert not any(m.startswith("toy-") for m in data["misconceptions"])
 
 
-@pytest.mark.parametrize("assignment", ["self_attention", "modern_attention"])
+@pytest.mark.parametrize("assignment", ["self_attention", "modern_attention", "decoder"])
 def test_similarity_ranks_the_identical_pair_first_against_its_own_stubs(klass, assignment):
     data = json.loads(class_view.numbers_path(klass["out"], assignment).read_text(encoding="utf-8"))
     sim = data["similarity"]
