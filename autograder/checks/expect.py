@@ -266,8 +266,10 @@ def expect_shape(got, shape, what, variants=None):
         return
     msg = _("{what} has shape {got}; expected {shape}.", what=what, got=got.shape, shape=shape)
     found = _diagnose(got, variants or {}, None, key=evidence_key(what))     # a shape that fits a mistake: on evidence too
-    if not found and got.shape == shape[:-2] + (shape[-1], shape[-2]):
+    if not found and len(shape) >= 2 and got.shape == shape[:-2] + (shape[-1], shape[-2]):
         msg += _(" The last two axes look swapped.")
+    elif not found and shape == ():
+        msg += _(" One number is expected here: a 0-dimensional result, reduced over every axis.")
     fail(msg, found)
 
 

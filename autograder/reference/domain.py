@@ -247,9 +247,9 @@ def table():
             table_ = probes(step)
             for arg, region, needs in regions(step):
                 probe = table_.get((arg, region), {})
-                cells = [", ".join(probe.get("values", [])) or "**none**"]
+                cells = [", ".join(str(name) for name in probe.get("values", [])) or "**none**"]
                 if torch:
-                    cells.append((", ".join(probe.get("gradients", [])) or "**none**") if "gradients" in needs else "-")
+                    cells.append((", ".join(str(name) for name in probe.get("gradients", [])) or "**none**") if "gradients" in needs else "-")
                 lines.append(f"| `{arg}` | {region} | " + " | ".join(cells) + " |")
             lines.append("")
     return "\n".join(lines)

@@ -14,7 +14,7 @@ from autograder.checks import complexity
 from autograder.checks.expect import check, expect_array, expect_close, expect_dtype, expect_seq, expect_shape, fail
 from autograder.checks.inputs import randn, rng, rounded
 from autograder.child import meters
-from autograder.i18n import _
+from autograder.i18n import _, join
 from autograder.reference.decoder import model as known
 from autograder.sandbox.protocol import Returned, Seq, encode_value, ref
 from solutions.decoder import step04_model as reference
@@ -265,7 +265,7 @@ def _expect_grads(student, key, chunks=None, tie=False):
     if len(got) != len(names) or missing:
         fail(_("{what}: no gradient reached {names}: the logits must depend on every parameter through operations "
                "autograd follows (no .detach(), no torch.no_grad() in forward).", what=what,
-               names=", ".join(missing or names)))
+               names=join(", ", missing or names)))
     expected = known.grads(params, CONFIG, tokens, cotangents, chunks, tie)
     joined = np.concatenate([g.array.astype(np.float64).ravel() for g in got])
     expect_close(Returned(joined, "tensor", "torch.Tensor", "float64"),

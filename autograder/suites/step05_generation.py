@@ -176,7 +176,7 @@ def test_generate_greedy(student):
 def test_generate_padded(student):
     """A left-padded batch with its attention_mask: each row generates what it generates alone (the mask given and grown by one column a step)"""
     prompts, mask = _prompts("5.6", 3, 7, pads=(0, 2, 4))
-    _expect_generate(student, "5.6", prompts, mask, mistakes=("generate-padding-ignored",), max_new_tokens=6)
+    _expect_generate(student, "5.6", prompts, mask, mistakes=known.GENERATE_MISTAKES, max_new_tokens=6)
 
 
 @check("5.7", points=0.5, kind="property")
@@ -185,7 +185,7 @@ def test_generate_eos(student):
     prompts = _prompts("5.7", 3, 4)[0]
     free = known.generate(_params("5.7"), CONFIG, prompts, max_new_tokens=10)
     for eos in (int(free[0, 6]), int(free[1, 5])):
-        _expect_generate(student, "5.7", prompts, mistakes=("generate-eos-not-kept",), max_new_tokens=10, eos_id=eos)
+        _expect_generate(student, "5.7", prompts, mistakes=known.GENERATE_MISTAKES, max_new_tokens=10, eos_id=eos)
 
 
 @check("5.8", points=0.5, kind="numbers")

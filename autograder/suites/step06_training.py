@@ -14,7 +14,7 @@ from autograder.checks import complexity
 from autograder.checks.expect import check, expect_array, expect_close, expect_dtype, expect_seq, expect_shape, fail
 from autograder.checks.inputs import randn, rng, rounded
 from autograder.child import meters
-from autograder.i18n import _
+from autograder.i18n import _, join
 from autograder.reference.decoder import training as known
 from autograder.sandbox.protocol import Returned, Seq, ref
 from solutions.decoder import step06_training as reference
@@ -105,7 +105,7 @@ def test_train_step(student):
     outs, _lengths, read, _drawn = expect_seq(value, 4, what, ("outs", "lengths", "params", "drawn"))
     losses = outs.items if isinstance(outs, Seq) else []
     if len(losses) != len(batches) or not all(type(v) is float for v in losses):
-        shown = ", ".join(type(v).__name__ for v in losses)
+        shown = join(", ", [type(v).__name__ for v in losses])
         fail(_("{what} returned {got}: train_step returns the loss as a Python float (loss.item()).", what=what,
                got=shown or _("nothing")))
     after = read.items if isinstance(read, Seq) else []

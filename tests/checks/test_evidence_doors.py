@@ -27,6 +27,8 @@ NOT_FROM_VALUES = {
     "forbidden-api": "the calls the child's trace saw (checks/complexity.py)",
     "not-vectorized": "the Python-level operations the child counted (checks/complexity.py)",
     "detached-graph": "no gradient where the reference has one (checks/gradients.py)",
+    "decoder-head-not-tied": "the parameter names and shapes the model lists (an untied model's, asked to tie)",
+    "generate-without-cache": "the multiply-adds the child counted per generated token",
 }
 
 

@@ -242,11 +242,17 @@ def _produced():
                                                                                          mask=padded))
     logits = rng.standard_normal((64, 10)) * 2
     found |= set(generation.sampling_mistakes(logits, 0.8, top_p=0.6, seed=1))
-    free = generation.generate(weights, config, tokens, max_new_tokens=6)
-    for mid, options in [("generate-padding-ignored", dict(mask=padded, max_new_tokens=4))] + [
-            ("generate-eos-not-kept", dict(max_new_tokens=6, eos_id=int(e))) for e in sorted(set(free[:, 5:].ravel()))]:
-        got = generation.generate(weights, config, tokens, mistake=mid, **options)
-        right = generation.generate(weights, config, tokens, **options)
+    # generate on weights of its own, large enough that the two rows generate different tokens (on the
+    # weights above both rows generate the same ones: an eos_id then ends both at once, as the fix does)
+    g_rng = np.random.default_rng(31)
+    g_weights = {n: g_rng.standard_normal(s) * (0.1 if len(s) == 1 else 1.0) + (len(s) == 1) for n, s in shapes.items()}
+    free = generation.generate(g_weights, config, tokens, max_new_tokens=6)
+    assert not np.array_equal(free[0, 5:], free[1, 5:])
+    for mid, w, options in [("generate-padding-ignored", weights, dict(mask=padded, max_new_tokens=4))] + [
+            ("generate-eos-not-kept", g_weights, dict(max_new_tokens=6, eos_id=int(e)))
+            for e in sorted(set(free[:, 5:].ravel()))]:
+        got = generation.generate(w, config, tokens, mistake=mid, **options)
+        right = generation.generate(w, config, tokens, **options)
         if got.shape != right.shape or not np.array_equal(got, right):
             found.add(mid)
     lg, mask = rng.standard_normal((2, 5, 11)), padded

@@ -72,7 +72,7 @@ def generate(params, config, prompts, mask=None, seed=None, mistake=None, dtype=
     g = None if seed is None else torch.Generator().manual_seed(seed)
     if mistake == "generate-padding-ignored":
         return ref.generate(model, prompts, None, generator=g, **options).numpy()
-    if mistake == "generate-eos-not-kept":
+    if mistake == "generate-eos-not-kept" and options.get("eos_id") is not None:      # without eos_id: the fix's
         eos = options.pop("eos_id")
         n = options.pop("max_new_tokens", 16)
         full = ref.generate(model, prompts, mask, max_new_tokens=n, generator=g, **options)
