@@ -590,7 +590,23 @@ CAUSE = {"projection-swapped": r"in that order|are swapped", "scores-transposed"
          "kv-cache-reprojects": r"projected again", "online-no-rescale": r"not rescaled|nor the running sum was",
          "online-no-final-division": r"final division", "online-max-not-kept": r"running maximum kept",
          "lse-without-max": r"without the running maximum", "last-block-dropped": r"last, shorter block",
-         "tiled-full-scores": r"score matrix takes"}
+         "tiled-full-scores": r"score matrix takes",
+         # the third assignment's (decoder, issue 31)
+         "rmsnorm-eps-outside-root": r"eps inside the root", "rmsnorm-half-precision": r"computed in float32",
+         "swiglu-gate-swapped": r"silu applied to gate_proj", "swiglu-wrong-activation": r"silu applied to gate_proj",
+         "block-residual-around-norm": r"added to x as it was", "block-post-norm": r"\(pre-norm\)",
+         "rope-on-values": r"RoPE turn q and k only", "rope-position-ignores-cache": r"continue at len\(cache\)",
+         "block-causal-aligned-at-start": r"causal mask aligned at the end",
+         "rope-keys-rotated-twice": r"turned once", "cache-all-query-heads": r"keeps num_kv_heads heads",
+         "cache-keys-before-rope": r"not the keys after RoPE",
+         "decoder-positions-restart": r"positions continue after the cache",
+         "decoder-padding-unmasked": r"padding keys masked", "decoder-final-norm-missing": r"final norm",
+         "decoder-head-not-tied": r"embedding's own Parameter", "sampling-no-temperature": r"temperature applied",
+         "top-p-wrong-side": r"top-p keep the most likely", "top-p-crossing-dropped": r"the one crossing p included",
+         "generate-padding-ignored": r"padding is masked", "generate-eos-not-kept": r"keeps getting eos_id",
+         "generate-without-cache": r"only the new token", "loss-not-shifted": r"predicts token t \+ 1",
+         "loss-shifted-wrong-way": r"predicts token t \+ 1", "loss-padding-counted": r"padding are not counted",
+         "train-step-grad-not-zeroed": r"gradients zeroed", "train-step-loss-after": r"before the optimizer's step"}
 
 
 BREAKS = {
