@@ -54,6 +54,7 @@ def run(job):
     result = {"failed": None, "demo_output": {}, "demo_error": None}
     out = io.StringIO()
     sys.stdout = out
+    os.chdir(job["cwd"])               # the notebook's folder, as a kernel opened there has it (data/corpus.txt)
     exec(compile(job["imports"], "<imports>", "exec"), ns)
     try:
         # like an error in a notebook cell of the student's: what was defined stays, the tests still run
@@ -68,7 +69,7 @@ def run(job):
         try:
             exec(compile(code, grade_id, "exec"), ns)
         except BaseException as exc:
-            if demo:
+            if demo and result["demo_error"] is None:      # the first: later demos may need what it defined
                 result["demo_error"] = [grade_id, type(exc).__name__, str(exc)[:2000]]
             elif result["failed"] is None:
                 result["failed"] = [grade_id, type(exc).__name__, str(exc)[:2000]]
@@ -122,13 +123,15 @@ def run_visible(jobs, cells=None):
             if contract.step_for_stem(stem).framework != framework:
                 continue
             imports, locked = cells.get(stem) or notebook_cells(stem)[:2]
-            payload[key] = {"imports": imports, "code": code, "cells": locked, "demos": demos}
+            payload[key] = {"imports": imports, "code": code, "cells": locked, "demos": demos,
+                            "cwd": str(master_path(stem).parent)}
         if not payload:
             continue
         warm = []                                                  # the warm-up: each step's master, as it is
         for stem in sorted({jobs[key][0] for key in payload}):
             imports, locked, solutions = notebook_cells(stem)
-            warm.append({"imports": imports, "code": imports + "\n\n" + solutions, "cells": locked, "demos": True})
+            warm.append({"imports": imports, "code": imports + "\n\n" + solutions, "cells": locked, "demos": True,
+                         "cwd": str(master_path(stem).parent)})
         proc = subprocess.run([sys.executable, "-c", f"FRAMEWORK = {framework!r}\n" + RUN_VISIBLE],
                               input=json.dumps({"warm": warm, "jobs": payload}), capture_output=True, text=True,
                               timeout=600, cwd=ROOT,
@@ -481,6 +484,21 @@ PROGRAMS = {
     "07-list-instead-of-tuple": ("07_full_module", modules(single_out="[w @ v, w]")),
     "07-bias-ignored": ("07_full_module", modules(
         multi_qkv="(x @ self.q_proj.weight.T, x @ self.k_proj.weight.T, x @ self.v_proj.weight.T)")),
+    # ---- the decoder (issue 31), step 1: the mean square taken over the whole tensor, not each row's last axis
+    "decoder-01-mean-over-all-axes": ("01_rmsnorm", """
+        import torch
+        from torch import nn
+
+        class RMSNorm(nn.Module):
+            def __init__(self, dim, eps=1e-06):
+                super().__init__()
+                self.eps = eps
+                self.weight = nn.Parameter(torch.ones(dim))
+
+            def forward(self, x):
+                h = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+                return (h * torch.rsqrt(h.pow(2).mean() + self.eps) * self.weight.to(h.dtype)).to(x.dtype)
+    """),
 }
 
 
@@ -572,7 +590,23 @@ CAUSE = {"projection-swapped": r"in that order|are swapped", "scores-transposed"
          "kv-cache-reprojects": r"projected again", "online-no-rescale": r"not rescaled|nor the running sum was",
          "online-no-final-division": r"final division", "online-max-not-kept": r"running maximum kept",
          "lse-without-max": r"without the running maximum", "last-block-dropped": r"last, shorter block",
-         "tiled-full-scores": r"score matrix takes"}
+         "tiled-full-scores": r"score matrix takes",
+         # the third assignment's (decoder, issue 31)
+         "rmsnorm-eps-outside-root": r"eps inside the root", "rmsnorm-half-precision": r"computed in float32",
+         "swiglu-gate-swapped": r"silu applied to gate_proj", "swiglu-wrong-activation": r"silu applied to gate_proj",
+         "block-residual-around-norm": r"added to x as it was", "block-post-norm": r"\(pre-norm\)",
+         "rope-on-values": r"RoPE turn q and k only", "rope-position-ignores-cache": r"continue at len\(cache\)",
+         "block-causal-aligned-at-start": r"causal mask aligned at the end",
+         "rope-keys-rotated-twice": r"turned once", "cache-all-query-heads": r"keeps num_kv_heads heads",
+         "cache-keys-before-rope": r"not the keys after RoPE",
+         "decoder-positions-restart": r"positions continue after the cache",
+         "decoder-padding-unmasked": r"padding keys masked", "decoder-final-norm-missing": r"final norm",
+         "decoder-head-not-tied": r"embedding's own Parameter", "sampling-no-temperature": r"temperature applied",
+         "top-p-wrong-side": r"top-p keep the most likely", "top-p-crossing-dropped": r"the one crossing p included",
+         "generate-padding-ignored": r"padding is masked", "generate-eos-not-kept": r"keeps getting eos_id",
+         "generate-without-cache": r"only the new token", "loss-not-shifted": r"predicts token t \+ 1",
+         "loss-shifted-wrong-way": r"predicts token t \+ 1", "loss-padding-counted": r"padding are not counted",
+         "train-step-grad-not-zeroed": r"gradients zeroed", "train-step-loss-after": r"before the optimizer's step"}
 
 
 BREAKS = {
