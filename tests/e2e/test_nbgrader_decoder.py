@@ -46,9 +46,13 @@ def courses(tmp_path_factory):
     """{"en": course, "zh": course}, the two graded at the same time (each is mostly waiting)."""
     found, errors = {}, []
 
+    # The folders are made here, before the threads: pytest's mktemp is not thread-safe (two threads
+    # both creating the worker's base folder fail with FileExistsError).
+    folders = {lang: tmp_path_factory.mktemp(f"decoder-{lang}") for lang in ("en", "zh")}
+
     def grade(lang):
         try:
-            found[lang] = graded_course(tmp_path_factory.mktemp(f"decoder-{lang}"), lang)
+            found[lang] = graded_course(folders[lang], lang)
         except BaseException as e:         # re-raised below, in the test's thread
             errors.append(e)
     threads = [threading.Thread(target=grade, args=(lang,)) for lang in ("en", "zh")]
