@@ -15,6 +15,7 @@ of the registry whose masters are the kit's (`kit_assignments`: self_attention, 
 `python -m autograder build --check` regenerates into a temporary folder and fails on any
 difference from the committed copies.
 """
+import ast
 import filecmp
 import os
 import re
@@ -29,6 +30,7 @@ import nbformat
 from autograder import contract
 from autograder.submitted_files import SKIPPED_FOLDERS
 from autograder.commands import notebook_i18n
+from autograder.reference import mutants
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "source" / contract.DEFAULT_ASSIGNMENT          # the default assignment's masters
@@ -85,11 +87,21 @@ def solution_module(nb_path, assignment=contract.DEFAULT_ASSIGNMENT):
     for cell in nb.cells:
         if is_imports_cell(cell) or is_solution_cell(cell):
             lines = [ln for ln in cell.source.split("\n") if BEGIN not in ln and END not in ln]
-            blocks.append("\n".join(lines).strip("\n"))
+            block = "\n".join(lines).strip("\n")
+            if is_imports_cell(cell) and defines_code(block):
+                # a locked cell that hands the student earlier steps' code: marked, so the audit
+                # mutates only what the student writes (reference/mutants.py)
+                block = f"{mutants.GIVEN_BEGIN}\n{block}\n{mutants.GIVEN_END}"
+            blocks.append(block)
     header = (f'"""Reference for step {nb.metadata["attention_kit"]["step"]}, generated from '
               f'source/{assignment}/{nb_path.name}\nby `python -m autograder build`. Do not edit: '
               'edit the notebook and rebuild."""\n')
     return header + "\n\n\n".join(blocks) + "\n"
+
+
+def defines_code(source):
+    """True when a cell's code defines a function or a class (more than imports and constants)."""
+    return any(isinstance(node, (ast.FunctionDef, ast.ClassDef)) for node in ast.parse(source).body)
 
 
 def solution_filename(stem):

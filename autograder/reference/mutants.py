@@ -45,6 +45,7 @@ and, for the domain the contract names (issue 28):
 The T_k - T_q offset of an end-aligned causal mask is reached by term-drop (arange(T_q) + (T_k - T_q) ->
 arange(T_q): aligned at the start). Mutants are built on the syntax tree (ast) and written back with ast.unparse, so comments are
 gone from a mutant; `diff` shows the changed lines against the reference written the same way.
+Code between GIVEN_BEGIN and GIVEN_END (a locked cell the step hands the student) is not mutated.
 """
 import ast
 import copy
@@ -103,6 +104,28 @@ def operators_of(stem):
     return contract.assignment_of_step(stem).operators or OPERATORS
 
 
+# Code a step gives the student (a locked notebook cell: the decoder's steps 4-6 hand over the blocks of
+# steps 1-3 so that each notebook stands alone) is not the student's work, so it is not mutated: the audit
+# asks whether the step's hidden suite catches a wrong version of what the student writes, and the given
+# code is audited at the step that asks for it. `build` writes these two lines around such a cell in the
+# reference (commands/release.py); a reference without them is all the student's.
+GIVEN_BEGIN = "# >>> given: a locked cell of the notebook, not the student's code (the audit does not mutate it)"
+GIVEN_END = "# <<< end of the given code"
+
+
+def given_lines(source):
+    """The line numbers (1-based) between GIVEN_BEGIN and GIVEN_END lines of a module's source."""
+    given, inside = set(), False
+    for number, line in enumerate(source.splitlines(), start=1):
+        if line.strip() == GIVEN_BEGIN:
+            inside = True
+        elif line.strip() == GIVEN_END:
+            inside = False
+        elif inside:
+            given.add(number)
+    return given
+
+
 def mutants(stem, operators=OPERATORS):
     """Every mutant of the step's reference, in source order (numbered from 1)."""
     step = contract.step_for_stem(stem)
@@ -114,10 +137,11 @@ def mutate(source, framework, operators=OPERATORS):
     """[(operator, line, function, change, mutated source)] for a module's source; `framework`
     ("numpy" or "torch") decides how a transpose or a cast is written."""
     tree = ast.parse(source)
+    given = given_lines(source)
     found = []
     seen = {ast.unparse(tree)}
     for site in _Sites(framework).collect(tree):
-        if site.operator not in operators:
+        if site.operator not in operators or site.line in given:
             continue
         text = site.apply(tree)
         if text in seen:              # two operators making the same program: keep the first

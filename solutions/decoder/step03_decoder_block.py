@@ -1,5 +1,6 @@
 """Reference for step 3, generated from source/decoder/03_decoder_block.ipynb
 by `python -m autograder build`. Do not edit: edit the notebook and rebuild."""
+# >>> given: a locked cell of the notebook, not the student's code (the audit does not mutate it)
 import math
 
 import torch
@@ -50,6 +51,7 @@ def rope(x, positions, base=10000.0):
     cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     x1, x2 = x[..., :half], x[..., half:]
     return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
+# <<< end of the given code
 
 
 # Difficulty: ★☆☆, about 10 minutes

@@ -7,6 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+# >>> given: a locked cell of the notebook, not the student's code (the audit does not mutate it)
 # The model of step 4 (DecoderLM, new_cache), given here with the blocks of steps 1-3 (locked).
 
 
@@ -143,6 +144,7 @@ class DecoderLM(nn.Module):
 def new_cache(model):
     """One empty LayerCache per block of the model."""
     return [LayerCache() for _ in model.blocks]
+# <<< end of the given code
 
 
 # Difficulty: ★★☆, about 20 minutes

@@ -7,6 +7,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
+# >>> given: a locked cell of the notebook, not the student's code (the audit does not mutate it)
 # The model of step 4 (DecoderLM, new_cache) and the generation of step 5 (sample_next, generate), given here with the blocks of steps 1-3 (locked).
 
 
@@ -188,6 +189,7 @@ def generate(model, prompts, attention_mask=None, max_new_tokens=16, temperature
             if eos_id is not None and bool(done.all()):
                 break
     return tokens
+# <<< end of the given code
 
 
 # Difficulty: ★★☆, about 15 minutes

@@ -30,6 +30,26 @@ def test_every_operator_makes_mutants_where_it_applies():
     assert ("slice-off-by-one", "a[i:j]: upper bound - 1") in _changes("def f(a, i, j):\n    return a[i:j]\n")
 
 
+def test_the_audit_mutates_only_the_code_the_student_writes():
+    """A locked cell that hands the student earlier steps' code (the decoder's steps 3-6 give the blocks
+    of steps 1-3) is marked in its reference by `build`, and no mutant changes it: every mutant of such a
+    step is in a definition the step asks for. A reference without the marks is mutated everywhere."""
+    given = {"03_decoder_block": {"RMSNorm", "SwiGLU", "rope"},
+             "04_model": {"RMSNorm", "SwiGLU", "LayerCache", "rotate_half", "rope", "DecoderBlock"}}
+    for stem in ("03_decoder_block", "04_model", "05_generation", "06_training"):
+        found = mutants.mutants(stem)
+        mutated = {m.function.split(".")[0] for m in found}
+        assert found and mutated == set(contract.step_for_stem(stem).names), (stem, mutated)
+        assert not mutated & given.get(stem, set())
+        source = mutants.reference_source(stem)
+        assert source.count(mutants.GIVEN_BEGIN) == source.count(mutants.GIVEN_END) == 1, stem
+        unmarked = source.replace(mutants.GIVEN_BEGIN, "#").replace(mutants.GIVEN_END, "#")
+        assert len(mutants.mutate(unmarked, "torch")) > len(found), stem
+    # the first two assignments give no code: their references carry no marks
+    for step in contract.ASSIGNMENTS[contract.ASSIGNMENT] + contract.ASSIGNMENTS["modern_attention"]:
+        assert mutants.GIVEN_BEGIN not in mutants.reference_source(step.stem), step.stem
+
+
 def test_the_domain_operators_attack_the_arguments_and_are_part_of_the_audit():
     """argument-ignored, offset-drop and empty-row-unmasked (issue 28): an argument the contract says
     must be honoured, replaced by its default; positions renumbered from 0; a mask that leaves the rows
