@@ -92,7 +92,7 @@ def _train_calls(batches):
 
 @check("6.4", points=3, kind="numbers")
 def test_train_step(student):
-    """train_step, three times with SGD(lr=0.1): it returns the loss before each step as a float, and the parameters after the three steps are the reference's (gradients zeroed, one backward, one step)"""
+    """train_step, three times with SGD(lr=0.1): it returns the loss before each step as a float (to float64's precision), and the parameters after the three steps are the reference's (gradients zeroed, one backward, one step)"""
     params, batches = _params("6.4"), _batches("6.4")
     names = sorted(params)
     what = _("train_step(model, SGD(lr={lr}), tokens of shape {shape}), three times", lr=LR, shape=batches[0].shape)
@@ -121,6 +121,19 @@ def test_train_step(student):
     expect_close(Returned(got, "tensor", "torch.Tensor", "float64"), expected,
                  _("{what}: the three losses, then every parameter after the steps", what=what), "float64",
                  "composed", variants)
+    # The losses of a float64 model keep float64's digits. The model is the notebook's given one, so any
+    # way of writing the loss agrees with the reference to about 1e-14; a loss rounded to float32 on the
+    # way out (`.float()` before `.item()`) is off by about 1e-8, inside the "composed" band above.
+    want = expected[:len(losses)]
+    worst = float(np.max(np.abs(np.array(losses) - want) / np.abs(want)))
+    if worst > LOSS_RTOL:
+        fail(_("{what}: the losses agree with the reference's only to {digits} digits (relative difference "
+               "{worst}); a float64 model's loss keeps float64's precision. Is the loss cast to float32 "
+               "(.float()) before .item()?", what=what, digits=f"{-np.log10(worst):.0f}", worst=f"{worst:.1e}"))
+
+
+# a float64 loss, relative: any order of the sums stays far below, float32's rounding (6e-8) far above
+LOSS_RTOL = 1e-10
 
 
 # ------------------------------------------------------------------ memory

@@ -1,7 +1,7 @@
 """The mutation audit (autograder/commands/audit.py): its operators, its equivalence check, and a fixed
 sample of mutants of every step graded by the real grader, none of which may keep full marks.
 
-The full audit (`python -m autograder audit`, all mutants of both assignments, some 15 minutes) is
+The full audit (`python -m autograder audit`, all mutants of every assignment, some 40 minutes) is
 recorded in docs/audit.md, a table per assignment; here a sample (2 per step of the first assignment, 1 per
 step of the second), the same every run (seeded), keeps CI fast.
 """

@@ -126,6 +126,11 @@ def probes(rng, dtype, scale):
             logits = torch.tensor((rng.standard_normal((rows, 11)) * 2 * scale).astype(dtype))
             seed = None if not options else int(rng.integers(1 << 20))
             calls.append((functools.partial(_sample, seed=seed, **options), [logits], {}))
+    # logits in the thousands, as check 5.11 gives: a softmax that takes exp() before subtracting the max
+    # overflows here (the reference's probabilities do not change when a constant is added)
+    for options in (dict(temperature=1.0), dict(temperature=0.8, top_p=0.9)):
+        logits = torch.tensor((3000.0 + rng.standard_normal((3, 11)) * 2).astype(dtype))
+        calls.append((functools.partial(_sample, seed=int(rng.integers(1 << 20)), **options), [logits], {}))
     mask = torch.tensor([[False, False, True, True], [True] * 4, [False, True, True, True]])
     for masked, options in ((False, dict(max_new_tokens=5)), (True, dict(max_new_tokens=6)),
                             (True, dict(max_new_tokens=6, temperature=1.0, top_k=5, top_p=0.9)),
