@@ -50,11 +50,7 @@ def test_render_computes_the_ratios_from_the_seconds():
 
 # Assignments registered but not yet in the recorded run, each with why: an expected failure
 # (strict: recording it makes the test pass, and then this entry must go), never a skip.
-NOT_YET_RECORDED = {
-    "decoder": "issue 31 is open: the benchmark has not been recorded since the decoder was registered "
-               "(an unrecorded decoder run graded 2.6 s a submission; a full --record of the three assignments "
-               "needs about half an hour of a quiet 2-core machine)",
-}
+NOT_YET_RECORDED = {}
 
 
 def _recorded(name):
@@ -131,6 +127,7 @@ def test_render_puts_the_floor_and_the_peer_beside_the_kit():
     # batch 0.5 s a submission, floor 0.2 s: 2.5x (not met); single 2.5 s / bare 2.0 s = 1.25x (not met)
     assert re.search(r"batch vs floor, per submission +2\.5x +target <= 2x +NOT met", text)
     assert re.search(r"single cold grade vs bare import +1\.2x +target <= 1\.2x +NOT met", text)
+    assert "<= 1.5x" not in text, "issue 7's cold-grade target shown beside issue 32's tighter one"
     assert re.search(r"otter-grader run \(1 subs\) +50\.00 .*batch 100\.0x faster, single 20\.0x", text)
     run["floor"]["batch"] = 2.5
     assert re.search(r"batch vs floor, per submission +2\.0x +target <= 2x +met", bench.render(data))
