@@ -463,7 +463,9 @@ def test_the_kernel_s_outputs_are_capped_in_bytes_per_cell_and_per_notebook(tmp_
         "    display({'image/png': 'A' * 4096, 'text/plain': 'img'}, raw=True)",
         # a result, then more cells until the notebook's cap
         "'r' * (20 << 10)",
-        "print('t' * (40 << 10))",
+        # two messages by construction (a flush between): the second is small, but comes after the
+        # cell's note, which says the rest was not kept
+        "import sys\nprint('t' * (40 << 10), end='')\nsys.stdout.flush()\nprint()",
         "print('u' * (40 << 10))",
         # small: still fits. One write: print's text and its newline are two writes, which the kernel
         # may send as two messages on a busy machine, each counted with its own envelope
