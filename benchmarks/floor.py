@@ -20,7 +20,6 @@ the same cores. Prints one JSON object: {submission: "score/max"} (the benchmark
 floor gives every submission the grade the kit gives it, before it reports a ratio).
 """
 import argparse
-import contextlib
 import importlib.util
 import io
 import itertools
@@ -29,6 +28,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,16 +62,56 @@ def across_the_wire(message):
     return wire.unpack(data[start:start + body], data[start + body:start + body + attached])
 
 
+_printing = threading.local()      # .into: where this thread's prints go while it runs student code
+
+
+class ThreadOutput:
+    """sys.stdout and sys.stderr of the floor's process: a thread running a step's student code
+    (its load, or a request) writes into that step's buffer, anything else to the real stream.
+    `contextlib.redirect_stdout` swaps one stream for the whole process, so two steps loading
+    side by side would mix their prints."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def write(self, text):
+        return (getattr(_printing, "into", None) or self.real).write(text)
+
+    def flush(self):
+        (getattr(_printing, "into", None) or self.real).flush()
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
 class InProcessStepChild(StepChild):
     """A StepChild whose "child" is a copy of runner.py in this process (see the module's doc).
 
-    Loaded lazily at the step's first request (a real child loads while pytest collects, in
-    parallel; here the load is on the one thread, so the floor is, if anything, a little high)."""
+    As a real child's, its load starts at `start()` and runs beside the other steps' loads and
+    pytest's collection (here in a thread of its own: a student's slow import, a `sleep` in the
+    benchmark's slow kind, is waited for once per submission, not once per step); the step's
+    first request waits for it."""
     runner = None
+    loading = None
     printed_here = ""
 
     def start(self):
-        pass
+        if self.source is None or self.load_problem is not None or self.runner is not None:
+            return
+        self.runner = fresh_runner()
+        self.loaded = {}
+        self.loading = threading.Thread(target=self._load_in_thread, daemon=True)
+        self.loading.start()
+
+    def _load_in_thread(self):
+        try:
+            with tempfile.TemporaryDirectory(prefix="attention-kit-floor-") as scratch:
+                path = os.path.join(scratch, "submission" + self.source.suffix)
+                with open(path, "wb") as f:
+                    f.write(self.source.data)
+                self.loaded["reply"] = self._handle(protocol.load_request(path, self.display))
+        except BaseException as exc:  # noqa: BLE001 - re-raised on the grading thread
+            self.loaded["error"] = exc
 
     def _ensure_child(self):
         if self.load_problem is not None:
@@ -79,19 +119,22 @@ class InProcessStepChild(StepChild):
         if self.source is None:
             raise MissingStep(self.step)
         if self.runner is None:
-            self.runner = fresh_runner()
-            with tempfile.TemporaryDirectory(prefix="attention-kit-floor-") as scratch:
-                path = os.path.join(scratch, "submission" + self.source.suffix)
-                with open(path, "wb") as f:
-                    f.write(self.source.data)
-                reply = self._handle(protocol.load_request(path, self.display))
-            self.load_reply = protocol.checked_load_reply(reply)
+            self.start()
+        if self.loading is not None:
+            self.loading.join()
+            self.loading = None
+            if "error" in self.loaded:
+                raise self.loaded["error"]
+            self.load_reply = protocol.checked_load_reply(self.loaded["reply"])
         return self.runner
 
     def _handle(self, message):
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        printed, before = io.StringIO(), getattr(_printing, "into", None)
+        _printing.into = printed
+        try:
             reply = self.runner.handle(across_the_wire(message))
+        finally:
+            _printing.into = before
         self.printed_here += printed.getvalue()[:self.limits.output_bytes]
         return across_the_wire(reply)
 
@@ -100,6 +143,9 @@ class InProcessStepChild(StepChild):
         return protocol.checked_answer(self._handle(message), what, self.limits, self.display, self.load_reply)
 
     def _retire(self):
+        if self.loading is not None:
+            self.loading.join()
+            self.loading = None
         self.runner = None
 
     def printed(self):
@@ -121,6 +167,7 @@ def grade_in_process(assignment, submissions):
     torch.backends.cuda.matmul.allow_tf32 = False     # as runner.serve does in a torch child
     torch.backends.cudnn.allow_tf32 = False
     run.StepChild = InProcessStepChild
+    sys.stdout, sys.stderr = ThreadOutput(sys.stdout), ThreadOutput(sys.stderr)
     limits = Limits(isolation="process")
     grades = {}
     with run.Suites(run.graded_steps(assignment)) as suites:
