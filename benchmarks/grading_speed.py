@@ -476,6 +476,9 @@ def render_floor(data, run):
         lines.append(f"  {name:<36}{ratio:>7.1f}x   target {target:<14}{'met' if ratio <= bound else 'NOT met'}")
     lines.append(f"  {'single cold grade vs floor':<36}{sec['single'] / floor_per:>7.1f}x   "
                  f"(vs the cold floor {sec['single'] / floor['single']:.1f}x)")
+    # what the checks alone cost cold (no child, no wall) against the bare import: the share of a cold grade no wall or child causes
+    lines.append(f"  {'cold floor vs bare import':<36}{floor['single'] / data['bare']['seconds']:>7.1f}x   "
+                 f"(the same checks, cold, with no child and no wall)")
     return lines
 
 
