@@ -128,6 +128,7 @@ def test_render_puts_the_floor_and_the_peer_beside_the_kit():
     assert re.search(r"batch vs floor, per submission +2\.5x +target <= 2x +NOT met", text)
     assert re.search(r"single cold grade vs bare import +1\.2x +target <= 1\.2x +NOT met", text)
     assert "<= 1.5x" not in text, "issue 7's cold-grade target shown beside issue 32's tighter one"
+    assert re.search(r"cold floor vs bare import +1\.0x", text)                     # 2.0 s / 2.0 s
     assert re.search(r"otter-grader run \(1 subs\) +50\.00 .*batch 100\.0x faster, single 20\.0x", text)
     run["floor"]["batch"] = 2.5
     assert re.search(r"batch vs floor, per submission +2\.0x +target <= 2x +met", bench.render(data))
@@ -142,3 +143,48 @@ def test_the_floor_must_grade_like_the_batch(tmp_path):
     floor["/x/s001_buggy/self_attention"] = "25/70"
     with pytest.raises(SystemExit, match="unlike the batch"):
         bench.check_floor_grades("self_attention", floor, gradebook)
+
+
+# ------------------------------------------------------------------ where the time goes (issue 32)
+def load_profile_record():
+    spec = importlib.util.spec_from_file_location("profile_record", ROOT / "benchmarks" / "profile_record.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_profile_page_shows_the_recorded_profile_of_every_assignment():
+    """docs/benchmark-profile.md's stage table is benchmarks/profile_record.py's own output, of every
+    registered assignment, the kit beside its floor."""
+    prof = load_profile_record()
+    data = json.loads(prof.RECORD.read_text())
+    assert list(data["assignments"]) == list(contract.ASSIGNMENTS), "rerun benchmarks/profile_record.py --record"
+    for assignment, runs in data["assignments"].items():
+        assert set(runs) == set(prof.MODES)
+        full = f"{contract.REGISTRY[assignment].max_score:g}/{contract.REGISTRY[assignment].max_score:g}"
+        assert all(g["score"] == full for mode in prof.MODES for g in runs[mode]["grades"]), assignment
+    page = prof.PAGE.read_text(encoding="utf-8")
+    assert page.count(prof.BEGIN) == 1 and page.count(prof.END) == 1
+    a, b = page.index(prof.BEGIN), page.index(prof.END) + len(prof.END)
+    assert page[a:b] == prof.block(data), \
+        "docs/benchmark-profile.md's table differs from benchmarks/profile_stages.json: rerun profile_record.py --record"
+
+
+def test_the_profile_table_reads_cold_and_warm_grades_apart():
+    prof = load_profile_record()
+    stages = {s: [1.0, 0.5] for s in prof.STAGES}
+
+    def grade(warm, checks_wait):
+        return {"warm": warm, "score": "1/1", "stages": stages, "checks": 3,
+                "checks: waiting for the child, all": checks_wait, "pytest overhead per check (protocol - call)": 0.001}
+    p = {"imports": {"numpy": [0.1, 0.1], "torch": [1.0, 1.0], prof.IMPORT_KIT: [0.2, 0.2]}, prof.OPEN: [0.3, 0.3],
+         "grades": [grade(False, 9.0), grade(True, 1.0), grade(True, 3.0)], "process total": [5.0, 4.0]}
+    figures = dict(prof.rows(p))
+    assert figures["cold: waiting for the children, wall"] == 9.0
+    assert figures["warm: waiting for the children, wall"] == 2.0          # the median of the warm grades
+    assert figures["warm: pytest per check, ms wall"] == 1.0
+    data = {"date": "d", "commit": "c", "repeat": 3, "machine": {"cores": 2, "load_before": 0, "load_after": 0},
+            "assignments": {"a": {"kit": p, "floor": p}}}
+    text = prof.render(data)
+    assert "| cold: waiting for the children, wall | 9.00 | 9.00 |" in text
+    assert "| import torch | 1.00 / 1.00 | 1.00 / 1.00 |" in text
