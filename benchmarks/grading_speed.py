@@ -492,13 +492,19 @@ def readme_block(data):
             f"# {data['date']}, commit {data['commit']}\n{render(data)}\n```\n{README_END}")
 
 
+def write_record(record_path, data, page, begin, end, block, indent=2):
+    """Write the figures to `record_path` and put `block` (which starts with `begin` and ends with
+    `end`) in place of what stands between those markers in `page` (profile_record.py uses it too)."""
+    record_path.write_text(json.dumps(data, indent=indent) + "\n")
+    text = page.read_text(encoding="utf-8")
+    a, b = text.index(begin), text.index(end) + len(end)
+    page.write_text(text[:a] + block + text[b:], encoding="utf-8")
+    print(f"recorded in {record_path.relative_to(ROOT)} and {page.relative_to(ROOT)}")
+
+
 def record(data):
     """Write the figures and put their table into docs/benchmark.md (between the markers)."""
-    RECORD.write_text(json.dumps(data, indent=2) + "\n")
-    readme = PAGE.read_text(encoding="utf-8")
-    a, b = readme.index(README_BEGIN), readme.index(README_END) + len(README_END)
-    PAGE.write_text(readme[:a] + readme_block(data) + readme[b:], encoding="utf-8")
-    print(f"recorded in {RECORD.relative_to(ROOT)} and {PAGE.relative_to(ROOT)}")
+    write_record(RECORD, data, PAGE, README_BEGIN, README_END, readme_block(data))
 
 
 def git_commit():

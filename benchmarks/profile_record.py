@@ -113,11 +113,7 @@ def block(data):
 
 
 def record(data):
-    RECORD.write_text(json.dumps(data, indent=1) + "\n")
-    page = PAGE.read_text(encoding="utf-8")
-    a, b = page.index(BEGIN), page.index(END) + len(END)
-    PAGE.write_text(page[:a] + block(data) + page[b:], encoding="utf-8")
-    print(f"recorded in {RECORD.relative_to(ROOT)} and {PAGE.relative_to(ROOT)}")
+    load_grading_speed().write_record(RECORD, data, PAGE, BEGIN, END, block(data), indent=1)
 
 
 def main():
