@@ -26,7 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))     # as profile_stages.py imports floor
 from autograder import contract  # noqa: E402
+import grading_speed  # noqa: E402  (its class builder, its record writer, its commit)
 
 RECORD = ROOT / "benchmarks" / "profile_stages.json"
 PAGE = ROOT / "docs" / "benchmark-profile.md"
@@ -37,14 +39,6 @@ MODES = ("kit", "floor")
 IMPORT_KIT = "autograder.grading.run (pytest, the kit)"
 OPEN = "open suites (pytest configure + collect: suites, references)"
 STAGES = ("2 start children (to the last one started)", "3 run checks", "4 close children", "5 build report")
-
-
-def load_grading_speed():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("grading_speed", ROOT / "benchmarks" / "grading_speed.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def profile(assignment, submission, mode, repeat):
@@ -113,7 +107,7 @@ def block(data):
 
 
 def record(data):
-    load_grading_speed().write_record(RECORD, data, PAGE, BEGIN, END, block(data), indent=1)
+    grading_speed.write_record(RECORD, data, PAGE, BEGIN, END, block(data), indent=1)
 
 
 def main():
@@ -123,15 +117,14 @@ def main():
     args = ap.parse_args()
     if args.repeat < 2:
         raise SystemExit("--repeat: at least 2 (one cold grade, then warm ones)")
-    speed = load_grading_speed()
     load_before = os.getloadavg()[0]
     runs = {}
     with tempfile.TemporaryDirectory(prefix="attention-kit-profile-") as tmp:
         for a in contract.ASSIGNMENTS:
-            speed.build_class(Path(tmp) / a, a, 1)
+            grading_speed.build_class(Path(tmp) / a, a, 1)
             sub = Path(tmp) / a / "submitted" / "s000_correct" / a
             runs[a] = {mode: profile(a, sub, mode, args.repeat) for mode in MODES}
-    data = {"date": datetime.date.today().isoformat(), "commit": speed.git_commit(), "repeat": args.repeat,
+    data = {"date": datetime.date.today().isoformat(), "commit": grading_speed.git_commit(), "repeat": args.repeat,
             "machine": {"cores": os.cpu_count(), "load_before": load_before, "load_after": os.getloadavg()[0]},
             "assignments": runs}
     print(render(data))

@@ -24,14 +24,19 @@ def load_benchmark():
     return load_script("grading_speed")
 
 
+def assert_page_shows(page_path, begin, end, block, why):
+    """The one block between `begin` and `end` in page_path is `block` (what the record renders)."""
+    page = page_path.read_text(encoding="utf-8")
+    assert page.count(begin) == 1 and page.count(end) == 1
+    a, b = page.index(begin), page.index(end) + len(end)
+    assert page[a:b] == block, why
+
+
 def test_readme_table_is_the_recorded_benchmark_output():
     bench = load_benchmark()
     data = json.loads(bench.RECORD.read_text())
-    readme = bench.PAGE.read_text(encoding="utf-8")
-    assert readme.count(bench.README_BEGIN) == 1 and readme.count(bench.README_END) == 1
-    a, b = readme.index(bench.README_BEGIN), readme.index(bench.README_END) + len(bench.README_END)
-    assert readme[a:b] == bench.readme_block(data), \
-        "docs/benchmark.md's table differs from benchmarks/grading_speed.json: rerun the benchmark with --record"
+    assert_page_shows(bench.PAGE, bench.README_BEGIN, bench.README_END, bench.readme_block(data),
+                      "docs/benchmark.md's table differs from benchmarks/grading_speed.json: rerun the benchmark with --record")
 
 
 def test_render_computes_the_ratios_from_the_seconds():
@@ -165,11 +170,9 @@ def test_the_profile_page_shows_the_recorded_profile_of_every_assignment():
         assert set(runs) == set(prof.MODES)
         full = f"{contract.REGISTRY[assignment].max_score:g}/{contract.REGISTRY[assignment].max_score:g}"
         assert all(g["score"] == full for mode in prof.MODES for g in runs[mode]["grades"]), assignment
-    page = prof.PAGE.read_text(encoding="utf-8")
-    assert page.count(prof.BEGIN) == 1 and page.count(prof.END) == 1
-    a, b = page.index(prof.BEGIN), page.index(prof.END) + len(prof.END)
-    assert page[a:b] == prof.block(data), \
-        "docs/benchmark-profile.md's table differs from benchmarks/profile_stages.json: rerun profile_record.py --record"
+    assert_page_shows(prof.PAGE, prof.BEGIN, prof.END, prof.block(data),
+                      "docs/benchmark-profile.md's table differs from benchmarks/profile_stages.json: "
+                      "rerun profile_record.py --record")
 
 
 def test_the_profile_table_reads_cold_and_warm_grades_apart():
