@@ -28,6 +28,7 @@ import socket
 import struct
 import subprocess
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -87,6 +88,7 @@ class Zygote:
         os.close(boot_r)
         theirs.close()
         self.ready = False
+        self.lock = threading.Lock()   # one request and its reply at a time on the socket
 
     def _wait_ready(self):
         if not self.ready:
@@ -96,12 +98,13 @@ class Zygote:
 
     def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w):
         """Fork a child; returns a ZygoteChild. Raises OSError when the zygote is gone."""
-        self._wait_ready()
         status_r, status_w = os.pipe()
         try:
             msg = json.dumps({"framework": framework, "plan": asdict(plan), "env": env, "cwd": cwd}).encode()
-            socket.send_fds(self.sock, [msg], [req_r, rep_w, out_w, status_w])
-            reply = self.sock.recv(16)
+            with self.lock:
+                self._wait_ready()
+                socket.send_fds(self.sock, [msg], [req_r, rep_w, out_w, status_w])
+                reply = self.sock.recv(16)
         finally:
             os.close(status_w)
         if len(reply) != 4:
@@ -134,22 +137,27 @@ BOOT = ("import sys\nos.close(int(sys.argv[1]))\nsys.path.insert(0, {kit!r})\n"
 # (page tables, copy-on-write faults), and the numpy one is ready in a tenth of the time.
 FRAMEWORKS = ("numpy", "torch")
 _current = {}
+_starting = threading.Lock()     # children may be started from several threads of one grader
 
 
 def start():
     """Start this process's zygotes (no-op for one that runs). Call it early: they import numpy
     and torch in the background while the grader loads pytest and the suites."""
-    for framework in FRAMEWORKS:
-        if framework not in _current or not _current[framework].alive:
-            _current[framework] = Zygote(framework)
+    with _starting:
+        for framework in FRAMEWORKS:
+            if framework not in _current or not _current[framework].alive:
+                _current[framework] = Zygote(framework)
     return _current
 
 
 def start_unless_disabled():
     """Start the zygote unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per
     child, or the machine has an NVIDIA GPU (forking CUDA-capable children from a warm torch is
-    untested there). Cheap to import and call: __main__ calls it before the grader's own imports
-    (pytest, torch), so the zygote's imports run beside them."""
+    untested there); {framework: Zygote}, empty when cold. Cheap to import and call: __main__
+    calls it before the grader's own imports (pytest, torch), so the zygote's imports run beside
+    them, and every child's start calls it (process.Child), so that any process that grades (a
+    command, a batch worker, nbgrader's, a test's, a script's `grading.grade`) forks its children
+    warm, not only those that started the zygote early."""
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not _gpu_present():
         start()
     return _current

@@ -2,7 +2,10 @@
 submissions) grades each one as a fresh `grade` would, nothing of one submission leaks into the
 next, and every step's child starts (its file loading) before the first check runs."""
 import dataclasses
+import json
+import os
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -82,3 +85,31 @@ def test_a_broken_hidden_suite_stops_the_grader_with_its_error(submissions, tmp_
     monkeypatch.delitem(sys.modules, f"step{STEP}", raising=False)
     with pytest.raises(RuntimeError, match="no_such_module_for_the_suite"):
         grading.grade(submissions["kept"], steps=[STEP])
+
+
+WARM_PROBE = """\
+import json, sys
+from autograder.grading import run as grading
+from autograder.sandbox import zygote
+assert zygote.current() is None          # nothing started it early: no command, no batch worker
+report = grading.grade(sys.argv[1], steps=["01_projection", "06_multi_head"])
+print(json.dumps({"score": report.score, "zygotes": sorted(zygote.current() or {}),
+                  "start": report.isolation["start"]}))
+"""
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_a_process_that_grades_through_the_library_forks_its_children_warm(warm, tmp_path):
+    """`grading.grade` called from any process (a script, a notebook's kernel, a test) starts the
+    zygotes at its first child, as the commands start them early; ATTENTION_KIT_WARM=0 keeps a
+    fresh interpreter per child. The grades are the same either way."""
+    env = dict(os.environ, ATTENTION_KIT_WARM=warm)
+    proc = subprocess.run([sys.executable, "-c", WARM_PROBE, str(SAMPLES / "unusual_style")],
+                                  cwd=SAMPLES.parent, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["score"] == 20
+    if warm == "1":
+        assert got["zygotes"] == ["numpy", "torch"] and got["start"].startswith("forked from a zygote")
+    else:
+        assert got["zygotes"] == [] and got["start"] == "a fresh python -I runner.py per child"

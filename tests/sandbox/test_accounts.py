@@ -35,7 +35,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv")
                                 reason="makes the other accounts: needs root and setpriv (CI runs as root)")
 
 BATCH = """\
-import json, sys
+import json, os, sys
 from autograder.commands.cli import start_warm_children
 from autograder.grading import run as grading
 from autograder.reports import gradescope_json as report
@@ -52,7 +52,8 @@ grader, out = grading.Grader(), {}
 for arg in sys.argv[2:]:
     name, sub, seconds = arg.split(":")
     if name == "cold":
-        zygote.stop()              # from here on, a fresh python -I runner.py per child
+        os.environ["ATTENTION_KIT_WARM"] = "0"   # from here on, a fresh python -I runner.py per child
+        zygote.stop()
         continue
     limits = Limits(call_seconds=float(seconds), memory_bytes=1 << 30, isolation=isolation_level)
     out[name] = report.gradescope(grader.grade(sub, limits, ["04_softmax"]))
