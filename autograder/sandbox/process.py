@@ -115,9 +115,8 @@ class Child:
         fds += [req_r, self.req_w, self.rep_r, rep_w, out_r, out_w]
         for fd in (self.req_w, rep_w):
             _widen_pipe(fd)
-        if zygote.start_unless_disabled():
-            # warm start: forked from the zygote, which applies the same plan (see zygote.py);
-            # started here at the first child of a process that did not start it early
+        if zygote.warm_for(framework):
+            # warm start: forked from the zygote, which applies the same plan (see zygote.py)
             self.proc = zygote.spawn(framework, self.plan, child_env(self.scratch, self.plan), self.scratch,
                                      req_r, rep_w, out_w)
         else:

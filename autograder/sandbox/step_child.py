@@ -82,8 +82,10 @@ class StepChild:
         """A fresh child with the load request on its way."""
         what = _("{file} (loading it)", file=self.display)
         seconds = self._seconds(what)
-        spawned = time.monotonic()
         self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
+        # counted from when the child exists: making it (a zygote still importing torch, the
+        # wall's set-up on a busy machine) is the kit's time, never the student's
+        spawned = time.monotonic()
         self.pending_load = (what, spawned, seconds)
         self.child.send(protocol.load_request(self.child.student_copy, self.display),
                         what, spawned + seconds, seconds)

@@ -140,27 +140,50 @@ _current = {}
 _starting = threading.Lock()     # children may be started from several threads of one grader
 
 
-def start():
+def start(frameworks=FRAMEWORKS):
     """Start this process's zygotes (no-op for one that runs). Call it early: they import numpy
     and torch in the background while the grader loads pytest and the suites."""
     with _starting:
-        for framework in FRAMEWORKS:
+        for framework in frameworks:
             if framework not in _current or not _current[framework].alive:
                 _current[framework] = Zygote(framework)
     return _current
 
 
-def start_unless_disabled():
+def start_unless_disabled(frameworks=FRAMEWORKS):
     """Start the zygote unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per
     child, or the machine has an NVIDIA GPU (forking CUDA-capable children from a warm torch is
     untested there); {framework: Zygote}, empty when cold. Cheap to import and call: __main__
     calls it before the grader's own imports (pytest, torch), so the zygote's imports run beside
-    them, and every child's start calls it (process.Child), so that any process that grades (a
-    command, a batch worker, nbgrader's, a test's, a script's `grading.grade`) forks its children
-    warm, not only those that started the zygote early."""
-    if os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not _gpu_present():
-        start()
+    them."""
+    if _warm_allowed():
+        start(frameworks)
     return _current
+
+
+def _warm_allowed():
+    return os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not _gpu_present()
+
+
+_cold_children = {}      # framework -> children started cold in this process, no zygote running
+
+
+def warm_for(framework):
+    """Whether this process's next child of `framework` forks from a zygote (process.Child asks).
+
+    The commands, batch workers and nbgrader's process start the zygotes early. Any other process
+    that grades (a script's or a test's `grading.grade`, a kernel's `grade_step`) starts the
+    framework's zygote at its second child of that framework: a process grading one step pays
+    nothing for a zygote it would use once, and one grading more forks the rest warm."""
+    if framework in _current:       # started (spawn starts it again if it died)
+        return True
+    if not _warm_allowed():
+        return False
+    if _cold_children.get(framework, 0) == 0:
+        _cold_children[framework] = 1
+        return False
+    start((framework,))
+    return True
 
 
 def _gpu_present():
@@ -185,7 +208,7 @@ def spawn(framework, plan, env, cwd, req_r, rep_w, out_w):
         return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
     except OSError:
         _current.pop(framework).close()
-        start()
+        start((framework,))
         return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
 
 

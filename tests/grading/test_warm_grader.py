@@ -92,24 +92,35 @@ import json, sys
 from autograder.grading import run as grading
 from autograder.sandbox import zygote
 assert zygote.current() is None          # nothing started it early: no command, no batch worker
-report = grading.grade(sys.argv[1], steps=["01_projection", "06_multi_head"])
+report = grading.grade(sys.argv[1], steps=sys.argv[2].split(","))
 print(json.dumps({"score": report.score, "zygotes": sorted(zygote.current() or {}),
                   "start": report.isolation["start"]}))
 """
 
 
-@pytest.mark.parametrize("warm", ["1", "0"])
-def test_a_process_that_grades_through_the_library_forks_its_children_warm(warm, tmp_path):
-    """`grading.grade` called from any process (a script, a notebook's kernel, a test) starts the
-    zygotes at its first child, as the commands start them early; ATTENTION_KIT_WARM=0 keeps a
-    fresh interpreter per child. The grades are the same either way."""
-    env = dict(os.environ, ATTENTION_KIT_WARM=warm)
-    proc = subprocess.run([sys.executable, "-c", WARM_PROBE, str(SAMPLES / "unusual_style")],
-                                  cwd=SAMPLES.parent, env=env, capture_output=True, text=True, timeout=600)
+def probe(steps, warm="1"):
+    """Grade samples/unusual_style's `steps` through the library in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", WARM_PROBE, str(SAMPLES / "unusual_style"), ",".join(steps)],
+                          cwd=SAMPLES.parent, env=dict(os.environ, ATTENTION_KIT_WARM=warm),
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["score"] == 20
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("warm", ["1", "0"])
+def test_a_process_that_grades_through_the_library_forks_its_children_warm(warm):
+    """`grading.grade` called from any process (a script, a test) starts a framework's zygote at its
+    second child of that framework, as the commands start them early; ATTENTION_KIT_WARM=0 keeps a
+    fresh interpreter per child. The grades are the same either way."""
+    got = probe(["01_projection", "02_scores", "06_multi_head", "07_full_module"], warm)
+    assert got["score"] == 40
     if warm == "1":
         assert got["zygotes"] == ["numpy", "torch"] and got["start"].startswith("forked from a zygote")
     else:
         assert got["zygotes"] == [] and got["start"] == "a fresh python -I runner.py per child"
+
+
+def test_a_process_that_grades_one_step_starts_no_zygote():
+    """A kernel's `grade_step` grades one step: one child, and no zygote it would use once."""
+    got = probe(["06_multi_head"])
+    assert got["score"] == 10 and got["zygotes"] == [] and got["start"] == "a fresh python -I runner.py per child"

@@ -249,6 +249,24 @@ def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_st
         s.close()
 
 
+def test_a_zygote_still_importing_torch_costs_the_student_nothing(tmp_path):
+    """The first child of a process waits for its zygote to be ready (importing torch: a second or
+    more): that wait is the kit's, so a 0.2 s load limit still lets an honest file load."""
+    from autograder.sandbox import zygote
+    step = next(s for s in contract.ASSIGNMENTS["modern_attention"] if s.framework == "torch")
+    honest = tmp_path / "honest.py"
+    honest.write_text("import torch\nx = torch.zeros(3)\n")
+    zygote.stop()
+    zygote.start(("torch",))             # just started: its `import torch` has only begun
+    s = StepChild(step, honest, Limits(call_seconds=0.2))
+    try:
+        s._ensure_child()
+        assert s.load_reply["ok"] and "x" in s.load_reply["defined"]
+    finally:
+        s.close()
+        zygote.stop()
+
+
 def test_an_error_reply_to_loading_says_its_error_not_just_malformed():
     """A well-formed {"ok": false, "error"} answer to "load" (the runner failed around the file) is
     refused like any bad reply, but with its own words, so that the cause can be found."""
