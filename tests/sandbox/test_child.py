@@ -225,10 +225,8 @@ def test_a_module_grad_target_with_a_cache_differentiates_every_chunk_through_on
     assert got.gradcheck["ok"]
 
 
-def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_start(tmp_path):
-    """A cold torch child spends its first second or more starting Python and importing torch:
-    the kit's time, not the student's. A 0.2 s limit still lets an honest file load, on any
-    machine however busy; a file that loops at import still times out."""
+def assert_an_honest_torch_file_loads_in_0_2_s(tmp_path):
+    """A torch step's child loads `import torch` under a 0.2 s limit; returns the step."""
     step = next(s for s in contract.ASSIGNMENTS["modern_attention"] if s.framework == "torch")
     honest = tmp_path / "honest.py"
     honest.write_text("import torch\nx = torch.zeros(3)\n")
@@ -238,6 +236,14 @@ def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_st
         assert s.load_reply["ok"] and "x" in s.load_reply["defined"]
     finally:
         s.close()
+    return step
+
+
+def test_the_load_limit_counts_from_when_the_child_runs_the_file_not_from_its_start(tmp_path):
+    """A cold torch child spends its first second or more starting Python and importing torch:
+    the kit's time, not the student's. A 0.2 s limit still lets an honest file load, on any
+    machine however busy; a file that loops at import still times out."""
+    step = assert_an_honest_torch_file_loads_in_0_2_s(tmp_path)
     looping = tmp_path / "looping.py"
     looping.write_text("import torch\nwhile True:\n    pass\n")
     s = StepChild(step, looping, Limits(call_seconds=0.2))
@@ -253,17 +259,11 @@ def test_a_zygote_still_importing_torch_costs_the_student_nothing(tmp_path):
     """The first child of a process waits for its zygote to be ready (importing torch: a second or
     more): that wait is the kit's, so a 0.2 s load limit still lets an honest file load."""
     from autograder.sandbox import zygote
-    step = next(s for s in contract.ASSIGNMENTS["modern_attention"] if s.framework == "torch")
-    honest = tmp_path / "honest.py"
-    honest.write_text("import torch\nx = torch.zeros(3)\n")
     zygote.stop()
     zygote.start(("torch",))             # just started: its `import torch` has only begun
-    s = StepChild(step, honest, Limits(call_seconds=0.2))
     try:
-        s._ensure_child()
-        assert s.load_reply["ok"] and "x" in s.load_reply["defined"]
+        assert_an_honest_torch_file_loads_in_0_2_s(tmp_path)
     finally:
-        s.close()
         zygote.stop()
 
 
