@@ -36,6 +36,9 @@ def child_env(scratch, plan):
     return env
 
 
+OUTPUT_DRAIN_SECONDS = 120
+
+
 class OutputTrap(threading.Thread):
     """Drains a pipe forever, keeping the first `limit` bytes and counting the rest."""
 
@@ -236,5 +239,8 @@ class Child:
                 os.close(fd)
             except OSError:
                 pass
-        self.output.join(timeout=2)
+        # every writer of the output pipe is dead now: the trap reaches its end, however late its
+        # thread runs on a busy machine (a 2 s wait once cut what the child printed last); the
+        # bound only guards against a writer that somehow outlived kill_everything
+        self.output.join(timeout=OUTPUT_DRAIN_SECONDS)
         shutil.rmtree(self.scratch, ignore_errors=True)

@@ -85,6 +85,7 @@ def test_every_construct_is_understood_as_jupyter_does_and_side_effects_are_neut
         assert {"_label", "_doc", "_total", "_timed", "_again", "_captured", "captured", "files"} <= set(
             s.load_reply["defined"])
         assert "get_ipython" not in s.load_reply["defined"]  # the kernel's names are not the student's
+        s.close()       # as the report reads it: after the child, its output read to the end
         printed = str(s.printed())
         for told in ("!pip install numpy", "%pip install torch", "%cd /tmp", "%%writefile", "%%bash",
                      "%%script", "%%timeit", "%%html", "%%cython", "!ls"):
