@@ -150,14 +150,14 @@ def start(frameworks=FRAMEWORKS):
     return _current
 
 
-def start_unless_disabled(frameworks=FRAMEWORKS):
+def start_unless_disabled():
     """Start the zygote unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per
     child, or the machine has an NVIDIA GPU (forking CUDA-capable children from a warm torch is
     untested there); {framework: Zygote}, empty when cold. Cheap to import and call: __main__
     calls it before the grader's own imports (pytest, torch), so the zygote's imports run beside
     them."""
     if _warm_allowed():
-        start(frameworks)
+        start()
     return _current
 
 
@@ -165,7 +165,7 @@ def _warm_allowed():
     return os.environ.get("ATTENTION_KIT_WARM", "1") != "0" and not _gpu_present()
 
 
-_cold_children = {}      # framework -> children started cold in this process, no zygote running
+_started_cold = set()    # frameworks of which this process started a child cold, no zygote running
 
 
 def warm_for(framework):
@@ -179,8 +179,8 @@ def warm_for(framework):
         return True
     if not _warm_allowed():
         return False
-    if _cold_children.get(framework, 0) == 0:
-        _cold_children[framework] = 1
+    if framework not in _started_cold:
+        _started_cold.add(framework)
         return False
     start((framework,))
     return True
