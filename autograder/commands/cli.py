@@ -16,7 +16,6 @@ from pathlib import Path
 
 from autograder import contract, i18n, submitted_files
 from autograder.i18n import _
-from autograder.grading import run as grading
 from autograder.reports import gradescope_json as report
 from autograder.sandbox import zygote
 from autograder.safe_text import for_terminal
@@ -123,9 +122,14 @@ def run_command(args):
             output_file(args.out, "--out")
         if args.html:
             output_folder(args.html, "--html")
-        start_warm_children()
+        try:        # read once, as data: what it holds says which zygotes to start
+            found = submitted_files.find(args.submission)
+        except submitted_files.Unreadable:
+            found = None        # grade reads it again and says why, step by step
+        start_warm_children(frameworks_of(found, steps) if found is not None else ())
+        from autograder.grading import run as grading     # pytest and the suites: imported beside the zygotes'
         limits = limits_from(args)
-        result = grading.grade(args.submission, limits, steps, examples=bool(args.html))
+        result = grading.grade(args.submission, limits, steps, found=found, examples=bool(args.html))
         report.write_results(result, args.results)
         emit(args, result)
         if args.html:
@@ -357,6 +361,7 @@ def emit(args, result):
     if args.format == "github":
         from pathlib import Path
         from autograder.reports import github
+        from autograder.grading import run as grading
         root = Path(args.submission)
         paths = ({stem: f.relative for stem, f in grading.find_step_files(root).items()}
                  if root.is_dir() else {})
@@ -383,11 +388,19 @@ def emit(args, result):
 
 
 # ------------------------------------------------------------------ warm children (issue 7)
-def start_warm_children():
-    """Fork the step children from a zygote that imports numpy and torch once (autograder/sandbox/zygote.py),
-    unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per child (a no-op when
-    __main__ started it already)."""
-    zygote.start_unless_disabled()
+def frameworks_of(found, steps=None):
+    """The frameworks ("numpy", "torch") of the step children grading `found` starts: one per step
+    file it holds (of those asked for, with `steps`)."""
+    stems = set(found.files) if steps is None else set(found.files) & set(steps)
+    return {step.framework for step in map(contract.step_for_stem, stems) if step is not None}
+
+
+def start_warm_children(frameworks=zygote.FRAMEWORKS):
+    """Fork the step children of `frameworks` from a zygote that imports numpy (and torch) once
+    (autograder/sandbox/zygote.py), unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I
+    runner.py` per child. Only the frameworks a submission's steps use: a torch zygote costs some
+    2 s of CPU to start, for nothing when only numpy steps are graded."""
+    zygote.start_unless_disabled(frameworks)
 
 
 # ------------------------------------------------------------------ grade-all (issue 7)

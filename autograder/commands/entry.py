@@ -68,10 +68,8 @@ def main(argv=None):
         os.environ[var] = "1"
     grade = argv[:1] == ["grade"]
     try:
-        if grade:
-            # start the zygote first: its `import torch` then runs beside ours (see zygote.py)
-            from autograder.sandbox.zygote import start_unless_disabled
-            start_unless_disabled()
+        # `grade` starts its zygotes as soon as it knows which frameworks the submission's steps use,
+        # before it imports pytest and the suites: their `import torch` runs beside ours (cli.py)
         from autograder.commands.cli import main as cli_main
         code = cli_main(argv)
     except KeyboardInterrupt:

@@ -150,14 +150,14 @@ def start(frameworks=FRAMEWORKS):
     return _current
 
 
-def start_unless_disabled():
-    """Start the zygote unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I runner.py` per
-    child, or the machine has an NVIDIA GPU (forking CUDA-capable children from a warm torch is
-    untested there); {framework: Zygote}, empty when cold. Cheap to import and call: __main__
-    calls it before the grader's own imports (pytest, torch), so the zygote's imports run beside
-    them."""
+def start_unless_disabled(frameworks=FRAMEWORKS):
+    """Start the zygotes of `frameworks` unless ATTENTION_KIT_WARM=0 asks for a fresh `python -I
+    runner.py` per child, or the machine has an NVIDIA GPU (forking CUDA-capable children from a
+    warm torch is untested there); {framework: Zygote}, empty when cold. Cheap to import and call:
+    `grade` calls it before the grader's own imports (pytest, torch), so the zygotes' imports run
+    beside them."""
     if _warm_allowed():
-        start()
+        start(frameworks)
     return _current
 
 

@@ -125,3 +125,28 @@ def test_build_says_each_stage_as_it_starts(monkeypatch, capsys, tmp_path):
     assert [d for d in done if d != "rmtree"] == ["check_sources", "write_solutions"] + ["write_template"] * templates \
         + ["generate_assignment"]
     assert (ROOT / "assignments" / "self_attention" / "04_softmax.ipynb").is_file()
+
+
+ZYGOTE_PROBE = """\
+import json, sys
+from autograder.commands.cli import main      # entry.main ends `grade` with os._exit
+from autograder.sandbox import zygote
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "zygotes": sorted(zygote.current() or {})}))
+"""
+
+
+def test_grade_starts_the_zygotes_of_the_steps_it_grades_only(tmp_path):
+    """`grade` starts its zygotes early, but only for the frameworks of the step files it grades:
+    a torch zygote costs some 2 s of CPU, for nothing when only numpy steps are graded."""
+    style = ROOT / "samples" / "unusual_style"
+    cases = [((str(style), "--steps", "01_projection,04_softmax"), ["numpy"]),
+             ((str(style / "07_full_module.py"),), ["torch"]),
+             ((str(style),), ["numpy", "torch"])]
+    for args, zygotes in cases:
+        proc = subprocess.run([sys.executable, "-c", ZYGOTE_PROBE, "grade", *args, "--results",
+                               str(tmp_path / "r.json"), "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert got == {"code": 0, "zygotes": zygotes}, args
