@@ -422,7 +422,7 @@ def test_chinese_visible_tests_judge_like_the_grader(tmp_path):
 def test_chinese_notebooks_grade_exactly_like_english(chinese_students):
     """Check by check, the same verdicts and points as English: the Chinese stubs exactly the
     English stubs', the filled Chinese notebooks every check passed (as the English masters do,
-    tests/e2e/test_notebooks.py), and no cell of theirs raising."""
+    tests/e2e/test_nbgrader*.py), and no cell of theirs raising."""
     grader = grading.Grader()          # one pytest session for the three submissions
     try:
         reports = {key: grader.grade(chinese_students / key[0] / key[1])

@@ -316,14 +316,17 @@ def test_the_gradescope_zip_grades_its_assignment(graded, assignment, tmp_path):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(zip_file) as zf:
         zf.extractall(root / "source")
-    shutil.copytree(graded[assignment]["dir"] / "full", root / "submission")
+    # the partial submission (step 1 only): every step in the results, in that assignment's terms,
+    # at the cost of grading one step (the full ones are graded by grade and grade-all above)
+    shutil.copytree(graded[assignment]["dir"] / "partial", root / "submission")
     env = {k: v for k, v in os.environ.items() if k != contract.ENV_VAR}      # the zip says it itself
     proc = subprocess.run(["bash", str(root / "source" / "run_autograder")], capture_output=True, text=True,
                           env=dict(env, AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable), timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     results = json.loads((root / "results" / "results.json").read_text())
-    assert step_scores(results) == scores(graded[assignment]["folder"])
+    assert step_scores(results) == scores(graded[assignment]["partial"])
     assert results["extra_data"]["assignment"] == assignment
+    assert results["extra_data"]["max_score"] == contract.REGISTRY[assignment].max_score
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
@@ -331,13 +334,14 @@ def test_the_github_workflow_grades_a_repository_of_each_assignment(graded, assi
     from harness.ci import grade_args, run_as_ci
     wf = yaml.safe_load((TEMPLATES / "github" / "classroom.yml").read_text())
     step = next(s for s in next(iter(wf["jobs"].values()))["steps"] if "attention-kit grade" in s.get("run", ""))
-    shutil.copytree(graded[assignment]["dir"] / "full", tmp_path / grade_args(step["run"])["submission"])
+    # the partial submission, as for Gradescope: one step graded, the assignment's maximum reported
+    shutil.copytree(graded[assignment]["dir"] / "partial", tmp_path / grade_args(step["run"])["submission"])
     outputs, summary = tmp_path / "outputs", tmp_path / "summary.md"
     run_as_ci(step["run"], tmp_path, {"ATTENTION_KIT_LANG": "en", "GITHUB_OUTPUT": str(outputs),
                                       "GITHUB_STEP_SUMMARY": str(summary)})
     out = dict(line.split("=", 1) for line in outputs.read_text().splitlines())
     its = contract.REGISTRY[assignment]
-    assert (float(out["score"]), float(out["max_score"])) == (its.max_score, its.max_score)
+    assert (float(out["score"]), float(out["max_score"])) == (graded[assignment]["partial"].score, its.max_score)
     assert its.steps[0].title in summary.read_text()
 
 

@@ -14,7 +14,8 @@ from autograder import contract
 from autograder.commands import release
 from conftest import ROOT
 from harness import nbgrader_course
-from harness.nbgrader_course import lesson_function, master_solution, nbgrader, student_notebook
+from harness.nbgrader_course import (assert_ran_top_to_bottom, lesson_function, master_solution, nbgrader,
+                                     student_notebook)
 
 ASSIGNMENT = contract.ASSIGNMENT
 LESSON = ROOT / "samples" / "lesson"
@@ -77,6 +78,11 @@ def test_nbgrader_records_the_standalone_graders_scores(course):
         for step in contract.STEPS:
             assert scores[student][step.stem] == course["standalone"][student][step.stem], (student, step.stem)
     assert sum(scores["alice"].values()) == 70
+
+
+@pytest.mark.parametrize("step", contract.STEPS, ids=lambda s: s.stem)
+def test_every_master_runs_top_to_bottom_and_grades_itself(course, step):
+    assert_ran_top_to_bottom(course["dir"], "alice", step, ASSIGNMENT)
 
 
 def test_partial_credit_and_zero_are_recorded_as_such(course):

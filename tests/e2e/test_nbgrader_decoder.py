@@ -17,7 +17,7 @@ import pytest
 from autograder import contract, i18n
 from autograder.commands import release
 from autograder.i18n import _
-from harness.nbgrader_course import hidden_cell, make_course, nbgrader, recorded, student_notebook, submit
+from harness.nbgrader_course import assert_ran_top_to_bottom, hidden_cell, make_course, nbgrader, recorded, student_notebook, submit
 
 ASSIGNMENT = "decoder"
 STEPS = contract.ASSIGNMENTS[ASSIGNMENT]
@@ -118,6 +118,11 @@ def test_the_masters_get_full_marks_in_both_languages(courses):
             assert points == POINTS[stem]
             assert i18n.render(_("[FAIL]"), lang) not in text, (lang, stem, text)
             assert text.rstrip().endswith(step_total(stem, points, lang)), (lang, stem, text[-300:])
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.stem)
+def test_every_master_runs_top_to_bottom_and_grades_itself(courses, step):
+    assert_ran_top_to_bottom(courses["en"]["dir"], SOLVED["en"], step, ASSIGNMENT)
 
 
 def test_the_loss_falls_and_the_model_generates(courses):

@@ -24,7 +24,7 @@ from autograder.commands import release
 from autograder.i18n import _, translate
 from autograder.reference import misconceptions
 from conftest import ROOT
-from harness.nbgrader_course import (feedback_text, hidden_cell, make_course, master_solutions, nbgrader, recorded,
+from harness.nbgrader_course import (assert_ran_top_to_bottom, feedback_text, hidden_cell, make_course, master_solutions, nbgrader, recorded,
                              standalone_scores, start_standalone, student_notebook, submit)
 
 ASSIGNMENT = "modern_attention"
@@ -223,6 +223,11 @@ def test_each_mistake_is_named_at_its_step_in_the_courses_language(courses):
             others = [m for m in misconceptions.CATALOGUE if m != mid and stem in misconceptions.CATALOGUE[m].stems]
             for m in others:                                        # named with its own id only
                 assert diagnosis(m, lang) not in text, (lang, stem, mid, m)
+
+
+@pytest.mark.parametrize("step", STEPS, ids=lambda s: s.stem)
+def test_every_master_runs_top_to_bottom_and_grades_itself(courses, step):
+    assert_ran_top_to_bottom(courses["en"]["dir"], "ada", step, ASSIGNMENT)
 
 
 def test_solved_steps_pass_every_check(courses):

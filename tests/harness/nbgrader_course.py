@@ -1,6 +1,6 @@
 """A temporary nbgrader course of the repo, driven through nbgrader's own command line: the helpers
-tests/e2e/test_nbgrader.py (the first assignment) and tests/e2e/test_nbgrader_modern.py (the second, in
-English and Chinese) share.
+tests/e2e/test_nbgrader.py (the first assignment), tests/e2e/test_nbgrader_modern.py (the second, in
+English and Chinese) and tests/e2e/test_nbgrader_decoder.py (the third) share.
 
 A course is a folder holding a copy of nbgrader_config.py (its language set) and of source/;
 `nbgrader generate_assignment` releases into its assignments/; students' notebooks go into
@@ -112,6 +112,28 @@ def hidden_cell(course, student, stem, assignment=contract.ASSIGNMENT):
     nb = nbformat.read(str(Path(course) / "autograded" / student / assignment / f"{stem}.ipynb"), as_version=4)
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     return cell
+
+
+def assert_ran_top_to_bottom(course, student, step, assignment=contract.ASSIGNMENT):
+    """`student` handed in `step` solved with the master's code, and nbgrader's autograde ran every
+    cell of it, top to bottom: no cell raised, its visible tests passed, and its hidden cell gave
+    full marks, listing its checks by number (the skipped ones, GPU, in their place: 5.9 before
+    5.12). Each English course's solved student thus runs every master of its assignment."""
+    path = Path(course) / "autograded" / student / assignment / f"{step.stem}.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    raised = [(c.metadata.get("nbgrader", {}).get("grade_id"), o.get("ename"), o.get("evalue"))
+              for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not raised, (step.stem, raised)
+    cell = hidden_cell(course, student, step.stem, assignment)
+    (points,) = [o for o in cell.outputs if o.output_type == "execute_result"]
+    assert float(points.data["text/plain"]) == step.points, step.stem
+    printed = "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+    numbers = [tuple(map(int, n.split("."))) for n in re.findall(r"^\[\w+\] (\d+\.\d+) ", printed, re.M)]
+    assert numbers and numbers == sorted(numbers), printed
+    visible = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id", "").endswith("_tests")]
+    assert visible, f"{step.stem}: each step has visible tests"
+    passed = "".join(o.get("text", "") for c in visible for o in c.outputs if o.output_type == "stream")
+    assert f"All visible tests for step {step.number} passed." in passed, (step.stem, passed[-500:])
 
 
 def feedback_text(course, student, stem, assignment=contract.ASSIGNMENT):
