@@ -17,7 +17,9 @@ import pytest
 from autograder import contract, i18n
 from autograder.commands import release
 from autograder.i18n import _
-from harness.nbgrader_course import assert_ran_top_to_bottom, hidden_cell, make_course, nbgrader, recorded, student_notebook, submit
+from harness import nbgrader_course
+from harness.nbgrader_course import (assert_ran_top_to_bottom, hidden_cell, make_course, nbgrader, recorded,
+                                     student_notebook, submit)
 
 ASSIGNMENT = "decoder"
 STEPS = contract.ASSIGNMENTS[ASSIGNMENT]
@@ -72,7 +74,7 @@ def step_total(stem, score, lang):
 
 
 def autograded(course, student, stem):
-    return nbformat.read(str(course["dir"] / "autograded" / student / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+    return nbgrader_course.autograded(course["dir"], student, stem, ASSIGNMENT)
 
 
 def stub_messages(course, stem):

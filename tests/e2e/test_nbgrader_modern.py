@@ -24,8 +24,9 @@ from autograder.commands import release
 from autograder.i18n import _, translate
 from autograder.reference import misconceptions
 from conftest import ROOT
-from harness.nbgrader_course import (assert_ran_top_to_bottom, feedback_text, hidden_cell, make_course, master_solutions, nbgrader, recorded,
-                             standalone_scores, start_standalone, student_notebook, submit)
+from harness.nbgrader_course import (assert_ran_top_to_bottom, feedback_text, hidden_cell, make_course,
+                                     master_solutions, nbgrader, recorded, standalone_scores, start_standalone,
+                                     student_notebook, submit)
 
 ASSIGNMENT = "modern_attention"
 STEPS = contract.ASSIGNMENTS[ASSIGNMENT]

@@ -34,7 +34,8 @@ from autograder.sandbox import isolation
 from autograder.commands import nbgrader_wall
 from autograder.commands.crosscheck import nbgrader_scores
 from conftest import ROOT
-from harness.nbgrader_course import BIN, lesson_function, student_notebook
+from harness import nbgrader_course
+from harness.nbgrader_course import BIN, grade_cell, lesson_function, student_notebook
 
 ASSIGNMENT = contract.ASSIGNMENT
 CANARY = "alice-canary-5d41402abc"
@@ -211,7 +212,7 @@ def course(tmp_path_factory):
 
 
 def autograded(course, student, stem):
-    return nbformat.read(str(course["dir"] / "autograded" / student / ASSIGNMENT / f"{stem}.ipynb"), as_version=4)
+    return nbgrader_course.autograded(course["dir"], student, stem, ASSIGNMENT)
 
 
 def outputs_text(nb):
@@ -221,11 +222,6 @@ def outputs_text(nb):
 def feedback_text(course, student, stem):
     page = (course["dir"] / "feedback" / student / ASSIGNMENT / f"{stem}.html").read_text()
     return html.unescape(re.sub(r"<[^>]+>", "", page))
-
-
-def hidden_cell(nb):
-    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
-    return cell
 
 
 @needs_wall
@@ -259,7 +255,7 @@ def test_the_kernel_could_read_nothing_of_the_course(course):
 def test_the_hidden_cells_show_the_kit_s_messages_and_number_only(course):
     for student, notebooks in course["submissions"].items():
         for stem in notebooks:
-            outputs = hidden_cell(autograded(course, student, stem)).outputs
+            outputs = grade_cell(autograded(course, student, stem)).outputs
             assert [(o.output_type, o.get("name")) for o in outputs] == [("stream", "stdout"), ("execute_result", None)]
             assert float(outputs[-1].data["text/plain"]) == course["standalone"][student][stem]
             step = contract.step_for_stem(stem)

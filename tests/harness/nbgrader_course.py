@@ -107,11 +107,20 @@ def recorded(db, assignment=contract.ASSIGNMENT):
     return nbgrader_scores(db, assignment)
 
 
-def hidden_cell(course, student, stem, assignment=contract.ASSIGNMENT):
-    """The autograded notebook's one grade cell (the hidden tests' `grade_step`)."""
-    nb = nbformat.read(str(Path(course) / "autograded" / student / assignment / f"{stem}.ipynb"), as_version=4)
+def autograded(course, student, stem, assignment=contract.ASSIGNMENT):
+    """The notebook nbgrader's autograde wrote for `student`'s `stem`, every cell run."""
+    return nbformat.read(str(Path(course) / "autograded" / student / assignment / f"{stem}.ipynb"), as_version=4)
+
+
+def grade_cell(nb):
+    """A notebook's one grade cell (the hidden tests' `grade_step`)."""
     (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
     return cell
+
+
+def hidden_cell(course, student, stem, assignment=contract.ASSIGNMENT):
+    """The autograded notebook's one grade cell (the hidden tests' `grade_step`)."""
+    return grade_cell(autograded(course, student, stem, assignment))
 
 
 def assert_ran_top_to_bottom(course, student, step, assignment=contract.ASSIGNMENT):
@@ -119,12 +128,11 @@ def assert_ran_top_to_bottom(course, student, step, assignment=contract.ASSIGNME
     cell of it, top to bottom: no cell raised, its visible tests passed, and its hidden cell gave
     full marks, listing its checks by number (the skipped ones, GPU, in their place: 5.9 before
     5.12). Each English course's solved student thus runs every master of its assignment."""
-    path = Path(course) / "autograded" / student / assignment / f"{step.stem}.ipynb"
-    nb = nbformat.read(str(path), as_version=4)
+    nb = autograded(course, student, step.stem, assignment)
     raised = [(c.metadata.get("nbgrader", {}).get("grade_id"), o.get("ename"), o.get("evalue"))
               for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not raised, (step.stem, raised)
-    cell = hidden_cell(course, student, step.stem, assignment)
+    cell = grade_cell(nb)
     (points,) = [o for o in cell.outputs if o.output_type == "execute_result"]
     assert float(points.data["text/plain"]) == step.points, step.stem
     printed = "".join(o.text for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
