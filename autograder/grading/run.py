@@ -477,7 +477,12 @@ class Suites:
                 self.config.hook.pytest_sessionstart(session=self.session)
                 self.config.hook.pytest_collection(session=self.session)
         except BaseException:
-            self.close()
+            # a session interrupted half-opened (Ctrl-C during its start) may fail to close: the
+            # first exception is the one to tell, not pytest's teardown of what never started
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001
+                pass
             raise
         if self.session.testsfailed or self.recorder.collect_errors:
             why = self._why()
