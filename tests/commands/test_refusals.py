@@ -210,13 +210,18 @@ def test_an_os_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
 def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) after the first
     student: one line, exit 130, the finished student's results kept, and the rerun grades only
-    the one that was interrupted. The second student's step sleeps (no CPU) so it is in hand."""
+    the one that was interrupted. The second student's step waits (no CPU) for a file this test
+    makes only once SIGINT is sent, so it is in hand when the signal comes, by construction, and
+    the batch ends as soon as the signal is handled (the cap, 120 s, is never the reason)."""
     klass = tmp_path / "class"
     for name in ("alice", "bob"):            # two steps each: what is graded here is the batch's bookkeeping
         (klass / name).mkdir(parents=True)
         for stem in ("01_projection", "02_scores"):
             shutil.copy(LESSON / f"{stem}.py", klass / name)
-    (klass / "bob" / "01_projection.py").write_text("import time\ntime.sleep(25)\n")
+    go = tmp_path / "go"
+    (klass / "bob" / "01_projection.py").write_text(
+        f"import os, time\nfor _ in range(2400):\n    if os.path.exists({str(go)!r}):\n        break\n"
+        "    time.sleep(0.05)\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     args = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--results-dir", str(tmp_path / "out"),
             "--jobs", "1", "--isolation", "process", "--call-timeout", "60", "--submission-timeout", "60"]
@@ -228,6 +233,7 @@ def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_pat
             err.append(line)
             if line.startswith("[1/2] alice"):
                 os.killpg(proc.pid, signal.SIGINT)
+                go.touch()                        # bob's step may end now: the signal is sent
                 break
         rest_out, rest_err = proc.communicate(timeout=180)
     finally:
