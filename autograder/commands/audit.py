@@ -146,7 +146,7 @@ def grade_files(student, files, limits, steps):
     from autograder.commands import batch
     from autograder.grading.run import Report
     from autograder.reports import gradescope_json
-    with batch._worker_lock:
+    with batch._worker_lock, batch.in_hand():
         batch.warm_up()
         scratch = tempfile.mkdtemp(prefix="attention-kit-audit-")
         try:
@@ -165,7 +165,7 @@ def grade(chosen, limits, jobs=None, progress=None):
     """{mutant id: Gradescope results} for every mutant, graded by warm batch workers."""
     from autograder.commands import batch
     pool = batch.LocalPool(jobs or os.cpu_count() or 1)
-    results = {}
+    results, interrupted = {}, False
     try:
         pending = {pool.submit(grade_files, m.id, submission(m), limits, graded_steps(m)): m for m in chosen}
         for future in pool.as_completed(list(pending)):
@@ -173,8 +173,11 @@ def grade(chosen, limits, jobs=None, progress=None):
             results[m.id] = future.result()
             if progress:
                 progress(len(results), len(chosen), m)
+    except KeyboardInterrupt:
+        interrupted = True             # Ctrl-C: the mutants in hand are stopped, not waited for
+        raise
     finally:
-        pool.close()
+        pool.close(now=interrupted)
     return results
 
 

@@ -21,6 +21,7 @@
   run's language. Each result is written atomically as soon as it arrives, so an interruption
   loses none that finished.
 """
+import contextlib
 import csv
 import hashlib
 import io
@@ -331,18 +332,29 @@ _worker_lock = threading.Lock()   # a Dask worker runs tasks in threads; pytest 
 
 
 _grader = None                    # this worker's warm grader (grading.Grader): one pytest session
+_grading = False                  # a submission is in hand (grade_data): SIGTERM stops it
+
+
+def _stop(_signum, _frame):
+    """SIGTERM, sent by an interrupted client (LocalPool.close(now=True)): the submission in hand
+    is dropped at once, through the grader's own clean-up (its step children and their processes
+    killed, its scratch folder removed); an idle worker just ends."""
+    if _grading:
+        raise KeyboardInterrupt
+    os._exit(0)
 
 
 def warm_up():
     """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
     imports, and the worker's pytest session, which collects the suites once for all its tasks.
-    Ctrl-C is the client's to handle (it says what finished): a worker ignores it, finishes the
-    submission in hand and is shut down, instead of printing its own traceback."""
+    Ctrl-C is the client's to handle (it says what finished): a worker ignores it, instead of
+    printing its own traceback, and the client stops it (SIGTERM, `_stop`)."""
     global _grader
     import signal
     import threading
     if threading.current_thread() is threading.main_thread():    # a Dask worker runs tasks in a thread of its own
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, _stop)
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from autograder.sandbox import zygote
         zygote.start()
@@ -357,22 +369,43 @@ def grade_data(student, files, limits):
     Dask: what comes back is plain data, in no language (the client renders it)."""
     with _worker_lock:
         warm_up()
-        scratch = tempfile.mkdtemp(prefix="attention-kit-batch-")
-        try:
-            folder = Path(scratch) / student
-            folder.mkdir()
-            for name, data in files.items():
-                target = folder.joinpath(*PurePosixPath(name).parts)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-            found = submitted_files.find(folder)
-            for stem, why in getattr(files, "refused", {}).items():     # refused where the files were read
-                if stem not in found.files:
-                    found.refused[stem] = why
-            found.notes = _merged_notes(found.notes, getattr(files, "notes", []))
-            return _grader.grade(str(folder), limits, found=found).to_data()
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        with in_hand():
+            return _grade_in_scratch(student, files, limits)
+
+
+@contextlib.contextmanager
+def in_hand():
+    """A submission is being graded in this worker: SIGTERM (`_stop`) stops it, through the
+    clean-up of the code inside (step children killed, scratch removed), and the worker ends
+    there: no one waits for its answer."""
+    global _grading
+    _grading = True
+    try:
+        yield
+    except KeyboardInterrupt:
+        os._exit(130)
+    finally:
+        _grading = False
+
+
+def _grade_in_scratch(student, files, limits):
+    """grade_data's work: the files written into a scratch folder of their own, graded, removed."""
+    scratch = tempfile.mkdtemp(prefix="attention-kit-batch-")
+    try:
+        folder = Path(scratch) / student
+        folder.mkdir()
+        for name, data in files.items():
+            target = folder.joinpath(*PurePosixPath(name).parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        found = submitted_files.find(folder)
+        for stem, why in getattr(files, "refused", {}).items():     # refused where the files were read
+            if stem not in found.files:
+                found.refused[stem] = why
+        found.notes = _merged_notes(found.notes, getattr(files, "notes", []))
+        return _grader.grade(str(folder), limits, found=found).to_data()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _merged_notes(*lists):
@@ -400,6 +433,9 @@ def error_results(message):
 
 
 # ------------------------------------------------------------------ executors: local pool or Dask
+WORKER_STOP_SECONDS = 60    # a stopped worker kills its children and ends: this is far above that on a busy machine
+
+
 class LocalPool:
     """Warm worker processes on this machine (spawned: they share no memory with this process)."""
 
@@ -416,8 +452,18 @@ class LocalPool:
     def as_completed(self, futures):
         return self._cf.as_completed(futures)
 
-    def close(self):
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, now=False):
+        """Wait for the workers to end; `now` (the client was interrupted): what is queued is
+        dropped and what is in hand stopped (SIGTERM: each worker kills its student's processes,
+        then ends), and this returns once they have ended, however long their steps would run."""
+        # concurrent.futures has no public way to stop a running task before Python 3.14
+        # (terminate_workers): its workers are its private _processes, read before shutdown clears them
+        workers = list((self.pool._processes or {}).values()) if now else []
+        self.pool.shutdown(wait=not now, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(WORKER_STOP_SECONDS)
 
 
 class DaskPool:
@@ -434,7 +480,9 @@ class DaskPool:
         from distributed import as_completed
         return as_completed(futures)
 
-    def close(self):
+    def close(self, now=False):
+        """The client closed; on the cluster, a task in hand runs to its end (Dask cannot stop a
+        running task's thread), its result unread."""
         self.client.close()
 
 
@@ -485,6 +533,7 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
             todo.append((sub, files, fp))
     if todo:
         pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1)
+        interrupted = False
         try:
             for sub, files, fp in todo:
                 # the key, not the name, names the worker's scratch folder: always one safe component
@@ -503,8 +552,11 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
                 progress.update(sub.student, outcome, results["score"], results["extra_data"]["max_score"],
                                 reason=render(reason, lang) if reason is not None
                                 else render(_("unreadable: {files}", files=unreadable), lang) if unreadable else None)
+        except KeyboardInterrupt:
+            interrupted = True         # Ctrl-C: stop now, not when the submissions in hand are done
+            raise
         finally:
-            pool.close()
+            pool.close(now=interrupted)
     if csv_path:
         write_csv(csv_path, {s: r for s, (_, r) in sorted(outcomes.items())})
     return outcomes

@@ -9,6 +9,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -207,38 +209,42 @@ def test_an_os_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
     assert "Traceback" in text and "OSError" in text and "gradescope-zip" in text
 
 
-def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_path):
+def test_an_interrupted_grade_all_says_what_finished_stops_at_once_and_a_rerun_resumes(tmp_path):
     """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) after the first
     student: one line, exit 130, the finished student's results kept, and the rerun grades only
-    the one that was interrupted. The second student's step waits (no CPU) for a file this test
-    makes only once SIGINT is sent, so it is in hand when the signal comes, by construction, and
-    the batch ends as soon as the signal is handled (the cap, 120 s, is never the reason)."""
+    the one that was interrupted. The second student's step is in hand when the signal comes, by
+    construction: it writes its pid, then waits (no CPU) longer than this test waits for the
+    batch to end (its limits longer still). So the batch ends only because the step in hand was
+    stopped, not finished, and its process is gone when grade-all returns."""
     klass = tmp_path / "class"
     for name in ("alice", "bob"):            # two steps each: what is graded here is the batch's bookkeeping
         (klass / name).mkdir(parents=True)
         for stem in ("01_projection", "02_scores"):
             shutil.copy(LESSON / f"{stem}.py", klass / name)
-    go = tmp_path / "go"
+    pid_file = tmp_path / "bob.pid"
     (klass / "bob" / "01_projection.py").write_text(
-        f"import os, time\nfor _ in range(2400):\n    if os.path.exists({str(go)!r}):\n        break\n"
-        "    time.sleep(0.05)\n")
+        f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(900)\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     args = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--results-dir", str(tmp_path / "out"),
-            "--jobs", "1", "--isolation", "process", "--call-timeout", "60", "--submission-timeout", "60"]
+            "--jobs", "1", "--isolation", "process", "--call-timeout", "1200", "--submission-timeout", "1200"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     err = []
     try:
-        for line in proc.stderr:                  # wait until alice is graded: bob's step is then sleeping
+        for line in proc.stderr:                  # wait until alice is graded ...
             err.append(line)
             if line.startswith("[1/2] alice"):
+                while not pid_file.exists() or not pid_file.read_text():      # ... and bob's step has started
+                    assert proc.poll() is None, "".join(err)
+                    time.sleep(0.05)
                 os.killpg(proc.pid, signal.SIGINT)
-                go.touch()                        # bob's step may end now: the signal is sent
                 break
-        rest_out, rest_err = proc.communicate(timeout=180)
+        # far above the moment it takes; far below bob's 900 s: without the stop, this times out
+        rest_out, rest_err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    assert not alive(int(pid_file.read_text())), "the step in hand was stopped, its process is gone"
     err = "".join(err) + rest_err
     assert proc.returncode == 130, err
     assert "Traceback" not in err + rest_out
@@ -258,6 +264,14 @@ def test_an_interrupted_grade_all_says_what_finished_and_a_rerun_resumes(tmp_pat
     (first,) = [l for l in err.splitlines() if l.startswith("[1/2] alice: ")]
     assert first.split("] ", 1)[1] in again.stderr and "1 graded, 1 unchanged" in again.stderr
     assert "bob: skipped (unchanged, not regraded)" in again.stderr
+
+
+def alive(pid):
+    """Whether `pid` is a live process (a zombie, dead and waiting to be reaped, is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
