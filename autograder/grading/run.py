@@ -549,7 +549,7 @@ class Suites:
     @contextlib.contextmanager
     def _quiet(self):
         """pytest's terminal output into a bounded log (shown only if the suites fail to run)."""
-        with contextlib.redirect_stdout(self.log), _no_plugin_autoload():
+        with contextlib.redirect_stdout(self.log), _own_pytest_environment():
             yield
 
 
@@ -624,19 +624,34 @@ def pytest_args(wanted):
         *[arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")]]
 
 
+# The environment variables pytest reads as it opens a session. The grader's sessions are its own:
+# a course's CI that sets PYTEST_ADDOPTS for its own tests ("--junitxml=...", "-k smoke", "-p xdist")
+# must not reach the hidden suites' command line (it broke every grade, or deselected checks), nor
+# PYTEST_PLUGINS load a module into the process that holds the score, nor PYTEST_DEBUG write pytest's
+# trace into the grader's output. Installed plugins (anyio's, ...) are not the suites' business
+# either, and loading them through their entry points cost 0.4 s per grade.
+PYTEST_ENVIRONMENT = {"PYTEST_ADDOPTS": None, "PYTEST_PLUGINS": None, "PYTEST_DEBUG": None,
+                      "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
 @contextlib.contextmanager
-def _no_plugin_autoload():
-    """Installed pytest plugins (anyio's, ...) are not the suites' business, and loading them
-    through their entry points cost 0.4 s per grade."""
-    old = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+def _own_pytest_environment():
+    """pytest's variables as the grader's sessions need them (PYTEST_ENVIRONMENT: None = unset),
+    the caller's put back afterwards."""
+    old = {name: os.environ.get(name) for name in PYTEST_ENVIRONMENT}
     try:
+        for name, value in PYTEST_ENVIRONMENT.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         yield
     finally:
-        if old is None:
-            del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = old
+        for name, value in old.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", "pastebin", "stepwise",

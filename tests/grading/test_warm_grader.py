@@ -124,3 +124,43 @@ def test_a_process_that_grades_one_step_starts_no_zygote():
     """A kernel's `grade_step` grades one step: one child, and no zygote it would use once."""
     got = probe(["06_multi_head"])
     assert got["score"] == 10 and got["zygotes"] == [] and got["start"] == "a fresh python -I runner.py per child"
+
+
+# a plugin that, were it loaded into the grader, would mark its presence and grade nothing
+MEDDLING_PLUGIN = """\
+import pathlib
+def pytest_configure(config):
+    pathlib.Path(__file__).with_suffix(".loaded").write_text("loaded")
+def pytest_collection_modifyitems(items):
+    items.clear()
+"""
+
+
+def test_the_callers_pytest_variables_never_reach_the_hidden_suites(submissions, tmp_path, monkeypatch, capfd):
+    """A course's CI sets PYTEST_ADDOPTS, PYTEST_PLUGINS or PYTEST_DEBUG for its own tests: the
+    grader's sessions read none of them (before, `--junitxml` in PYTEST_ADDOPTS failed every grade
+    with a usage error, and `-k` or a plugin could deselect checks). The same grades in-process and
+    through `python -m autograder grade`, nothing loaded or written, the caller's variables kept."""
+    before = outcomes(grading.grade(submissions["broken"], steps=[STEP]))
+    (tmp_path / "meddling_plugin.py").write_text(MEDDLING_PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    junit = tmp_path / "junit.xml"
+    meddling = {"PYTEST_ADDOPTS": f"--junitxml={junit} -k no_check_has_this_name -p meddling_plugin",
+                "PYTEST_PLUGINS": "meddling_plugin", "PYTEST_DEBUG": "1"}
+    for name, value in meddling.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    capfd.readouterr()
+    assert outcomes(grading.grade(submissions["broken"], steps=[STEP])) == before
+    assert "pytest_configure [hook]" not in capfd.readouterr().err      # PYTEST_DEBUG's trace
+    assert {name: os.environ.get(name) for name in meddling} == meddling
+    assert "PYTEST_DISABLE_PLUGIN_AUTOLOAD" not in os.environ
+    results = tmp_path / "results.json"
+    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submissions["broken"]), "--steps", STEP,
+                           "--results", str(results), "--quiet"], cwd=SAMPLES.parent, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "pytest_configure [hook]" not in proc.stderr
+    graded = json.loads(results.read_text(encoding="utf-8"))
+    assert graded["score"] == sum(score for _, _, score, _, _ in before)
+    assert not junit.exists() and not (tmp_path / "meddling_plugin.loaded").exists()
