@@ -640,18 +640,19 @@ def _own_pytest_environment():
     the caller's put back afterwards."""
     old = {name: os.environ.get(name) for name in PYTEST_ENVIRONMENT}
     try:
-        for name, value in PYTEST_ENVIRONMENT.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set_environment(PYTEST_ENVIRONMENT)
         yield
     finally:
-        for name, value in old.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _set_environment(old)
+
+
+def _set_environment(values):
+    """os.environ[name] = value for each of `values`; a None value unsets the name."""
+    for name, value in values.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 UNUSED_PLUGINS = ("logging", "warnings", "faulthandler", "doctest", "junitxml", "pastebin", "stepwise",
