@@ -81,6 +81,9 @@ class Step:
     framework: str       # "numpy" or "torch": what the student's code works with
     api: tuple           # the Functions / Modules the file must define
     points: int = 10     # the step's total; the hidden suite splits it between checks
+    # modules the grader's calls make the step's child import lazily (not the student's code): the
+    # zygote imports them once, and each child forked after inherits them (sandbox/zygote.py)
+    child_imports: tuple = ()
 
     @property
     def names(self):
@@ -301,7 +304,9 @@ STEPS_OF_DECODER = (
                                 V("tokens", "int64 (B, T)")),
                  (V("loss", "float"),),
                  "zero the gradients, lm_loss of model(tokens), backward, one optimizer step; the loss before "
-                 "the step"))),
+                 "the step")),
+         # the grader's torch.optim.SGD: an optimizer's first use imports torch._dynamo (about a second)
+         child_imports=("torch._dynamo",)),
 )
 
 

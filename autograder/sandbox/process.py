@@ -77,11 +77,12 @@ class Child:
     """One child process running child/runner.py on a copy of one student file.
 
     source: a submitted_files.StepFile (the file's bytes, already read as data by the grader);
-    hide: folders that must stay covered even if they lie under a visible one (the submission's)."""
+    hide: folders that must stay covered even if they lie under a visible one (the submission's);
+    imports: modules a warm start's zygote imports before it forks (contract.Step.child_imports)."""
     reply_budget = protocol.SMALL_REPLY      # set per request by `send` (protocol.reply_budget)
 
-    def __init__(self, framework, limits, source, mode, hide=()):
-        self.framework, self.limits = framework, limits
+    def __init__(self, framework, limits, source, mode, hide=(), imports=()):
+        self.framework, self.limits, self.imports = framework, limits, tuple(imports)
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
         self.plan = None
         fds = []
@@ -121,7 +122,7 @@ class Child:
         if zygote.warm_for(framework):
             # warm start: forked from the zygote, which applies the same plan (see zygote.py)
             self.proc = zygote.spawn(framework, self.plan, child_env(self.scratch, self.plan), self.scratch,
-                                     req_r, rep_w, out_w)
+                                     req_r, rep_w, out_w, self.imports)
         else:
             self.proc = self._popen(framework, req_r, rep_w, out_w)
         for fd in (req_r, rep_w, out_w):

@@ -82,7 +82,8 @@ class StepChild:
         """A fresh child with the load request on its way."""
         what = _("{file} (loading it)", file=self.display)
         seconds = self._seconds(what)
-        self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide)
+        self.child = Child(self.step.framework, self.limits, self.source, self.mode, self.hide,
+                           self.step.child_imports)
         # counted from when the child exists: making it (a zygote still importing torch, the
         # wall's set-up on a busy machine) is the kit's time, never the student's
         spawned = time.monotonic()

@@ -4,7 +4,8 @@ Starting `python -I runner.py` costs an interpreter start plus `import numpy` (a
 about 1.3 s, for steps 6-7) for every step of every submission. A zygote pays that once: it is
 a separate, freshly exec'd Python (`python -I -u zygote.py FD FRAMEWORK`) that imports numpy (the
 torch steps' zygote also torch, and runs torch's lazily built machinery once) and the child
-runner, and never imports the grader, the hidden suites or the references, so nothing secret
+runner (and, before the first child of a step that names them in contract.Step.child_imports,
+the modules the grader's calls of that step import lazily), and never imports the grader, the hidden suites or the references, so nothing secret
 is in the memory its children inherit. For each child the grader sends it the isolation plan,
 the environment and the child's three pipe ends; the zygote forks, and the forked process
 does exactly what `subprocess.Popen(..., start_new_session=True, preexec_fn=isolation.apply)`
@@ -20,6 +21,7 @@ same way (`isolation.kill_everything`). The zygote runs in its own session and e
 grader's end of the control socket closes.
 """
 import gc
+import importlib
 import json
 import os
 import select
@@ -96,11 +98,13 @@ class Zygote:
                 raise OSError("the zygote did not start")
             self.ready = True
 
-    def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w):
-        """Fork a child; returns a ZygoteChild. Raises OSError when the zygote is gone."""
+    def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w, imports=()):
+        """Fork a child; returns a ZygoteChild. Raises OSError when the zygote is gone.
+        imports: modules the zygote imports first, once (contract.Step.child_imports)."""
         status_r, status_w = os.pipe()
         try:
-            msg = json.dumps({"framework": framework, "plan": asdict(plan), "env": env, "cwd": cwd}).encode()
+            msg = json.dumps({"framework": framework, "plan": asdict(plan), "env": env, "cwd": cwd,
+                              "imports": list(imports)}).encode()
             with self.lock:
                 self._wait_ready()
                 socket.send_fds(self.sock, [msg], [req_r, rep_w, out_w, status_w])
@@ -201,15 +205,15 @@ def stop():
         _current.popitem()[1].close()
 
 
-def spawn(framework, plan, env, cwd, req_r, rep_w, out_w):
+def spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports=()):
     """Fork a child from this process's zygote for `framework`, starting a fresh one once if it
     died (a submission running without namespaces could kill it)."""
     try:
-        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports)
     except OSError:
         _current.pop(framework).close()
         start((framework,))
-        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports)
 
 
 # ------------------------------------------------------------------ zygote side
@@ -303,6 +307,24 @@ def warm_up_torch():
     torch.autograd.grad(attend(x, w).sum(), [x, w])      # as the grad op's gradient check does
 
 
+def import_once(names):
+    """Import, here in the zygote, the modules a step's child would import lazily (what the grader's
+    own calls pull in, as torch.optim does torch._dynamo: about a second per child otherwise), so
+    every child forked after inherits them. Asked for by the grader, never by student code; the
+    grader's own packages are never imported here. A module that fails to import is left to the
+    child, as before."""
+    from autograder.child import runner
+    new = [n for n in names if isinstance(n, str) and n not in sys.modules
+           and n.split(".")[0] not in runner.BLOCKED_PACKAGES]
+    for name in new:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    if new:
+        gc.freeze()        # as at the start: the children's collections leave the new modules' pages alone
+
+
 def serve(control_fd, framework):
     """The zygote's loop: import once, then fork a child per request."""
     import numpy  # noqa: F401  (the point of the zygote)
@@ -375,6 +397,7 @@ def serve(control_fd, framework):
             if not msg:
                 break                  # the grader is gone
             req = json.loads(msg)
+            import_once(req.get("imports") or ())
             pid = os.fork()
             if pid == 0:
                 _become_child(req, fds[:3])

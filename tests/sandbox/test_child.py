@@ -267,6 +267,32 @@ def test_a_zygote_still_importing_torch_costs_the_student_nothing(tmp_path):
         zygote.stop()
 
 
+def test_a_steps_child_imports_are_imported_once_in_the_zygote_and_inherited(tmp_path):
+    """Decoder step 6's calls build a torch.optim.SGD, whose first use imports torch._dynamo (about a
+    second): the step names it in contract.Step.child_imports, the zygote imports it before it forks,
+    and every child of the step starts with it. A step that names nothing gets nothing extra."""
+    import dataclasses
+    from autograder.sandbox import zygote
+    step = contract.step_for_stem("06_training")
+    assert step.child_imports == ("torch._dynamo",)
+    probe = tmp_path / "06_training.py"
+    probe.write_text("import sys, torch\nAT_LOAD = float('torch._dynamo' in sys.modules)\n"
+                     "def lm_loss(logits, tokens, attention_mask=None):\n    return torch.tensor(AT_LOAD)\n")
+    seen = {}
+    zygote.stop()
+    zygote.start(("torch",))
+    try:
+        for label, which in (("none", dataclasses.replace(step, child_imports=())), ("named", step)):
+            s = StepChild(which, probe, Limits())
+            try:
+                seen[label] = float(Student(s).call("lm_loss", np.zeros((1, 2, 3)), np.zeros((1, 2), np.int64)).array)
+            finally:
+                s.close()
+    finally:
+        zygote.stop()
+    assert seen == {"none": 0.0, "named": 1.0}
+
+
 def test_an_error_reply_to_loading_says_its_error_not_just_malformed():
     """A well-formed {"ok": false, "error"} answer to "load" (the runner failed around the file) is
     refused like any bad reply, but with its own words, so that the cause can be found."""
