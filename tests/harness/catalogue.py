@@ -541,7 +541,7 @@ from harness.catalogue_decoder import CASES as DECODER_CASES, TEMPLATES as DECOD
 TEMPLATES.update(DECODER_TEMPLATES)
 CASES += DECODER_CASES
 # the decoder's steps 4-6 (issue 31): the masters' own code whole, each mistake applied to it
-# (tests/suites/test_decoder_steps_4_6.py, which grades the same cases on its own)
+# (graded here only: tests/suites/test_decoder_steps_4_6.py checks that each of its cases is here)
 from harness.decoder_cases import CASES as _DECODER_CASES, STEMS as _DECODER_STEMS, master_code, mutated  # noqa: E402
 TEMPLATES.update({stem: dict(code="$body", body=master_code(stem)) for stem in _DECODER_STEMS})
 CASES += [(mid, stem, dict(body=mutated(stem, replacements)), failing)

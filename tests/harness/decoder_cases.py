@@ -1,6 +1,6 @@
 """The decoder's steps 4-6 (issue 31): each named mistake as a change to the master's own code
-(id, step, replacements, the checks that fail). Read by tests/suites/test_decoder_steps_4_6.py
-(graded on their own) and tests/harness/catalogue.py (the misconception catalogue's cases)."""
+(id, step, replacements, the checks that fail). Graded once, with the misconception catalogue's cases
+(tests/harness/catalogue.py); tests/suites/test_decoder_steps_4_6.py checks that each is there."""
 from autograder.submitted_files import notebook_code
 from conftest import ROOT
 
