@@ -82,12 +82,12 @@ class Child:
     reply_budget = protocol.SMALL_REPLY      # set per request by `send` (protocol.reply_budget)
 
     def __init__(self, framework, limits, source, mode, hide=(), imports=()):
-        self.framework, self.limits, self.imports = framework, limits, tuple(imports)
+        self.framework, self.limits = framework, limits
         self.scratch = tempfile.mkdtemp(prefix="attention-kit-child-")
         self.plan = None
         fds = []
         try:
-            self._start(framework, limits, source, mode, hide, fds)
+            self._start(framework, limits, source, mode, hide, imports, fds)
         except BaseException:
             # a child that could not start leaves nothing: its folder, cgroup and pipes go
             for fd in fds:
@@ -100,7 +100,7 @@ class Child:
             shutil.rmtree(self.scratch, ignore_errors=True)
             raise
 
-    def _start(self, framework, limits, source, mode, hide, fds):
+    def _start(self, framework, limits, source, mode, hide, imports, fds):
         for name in ("runner.py", "wire.py", "meters.py"):
             shutil.copy(CHILD_DIR / name, self.scratch)
         # the child works on its own copy: the submission folder itself stays out of its sight
@@ -122,7 +122,7 @@ class Child:
         if zygote.warm_for(framework):
             # warm start: forked from the zygote, which applies the same plan (see zygote.py)
             self.proc = zygote.spawn(framework, self.plan, child_env(self.scratch, self.plan), self.scratch,
-                                     req_r, rep_w, out_w, self.imports)
+                                     req_r, rep_w, out_w, imports)
         else:
             self.proc = self._popen(framework, req_r, rep_w, out_w)
         for fd in (req_r, rep_w, out_w):

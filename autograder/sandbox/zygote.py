@@ -5,8 +5,8 @@ about 1.3 s, for steps 6-7) for every step of every submission. A zygote pays th
 a separate, freshly exec'd Python (`python -I -u zygote.py FD FRAMEWORK`) that imports numpy (the
 torch steps' zygote also torch, and runs torch's lazily built machinery once) and the child
 runner (and, before the first child of a step that names them in contract.Step.child_imports,
-the modules the grader's calls of that step import lazily), and never imports the grader, the hidden suites or the references, so nothing secret
-is in the memory its children inherit. For each child the grader sends it the isolation plan,
+the modules the grader's calls of that step import lazily), and never imports the grader, the
+hidden suites or the references, so nothing secret is in the memory its children inherit. For each child the grader sends it the isolation plan,
 the environment and the child's three pipe ends; the zygote forks, and the forked process
 does exactly what `subprocess.Popen(..., start_new_session=True, preexec_fn=isolation.apply)`
 followed by `exec python -I runner.py` would: new session, the pipes as stdio, the scratch folder

@@ -98,7 +98,7 @@ def test_mistake_is_named_at_its_step_in_chinese(graded, case):
         text = str(i18n.translate(misconceptions.CATALOGUE[mid].diagnosis))
     assert text != misconceptions.CATALOGUE[mid].diagnosis, f"no Chinese diagnosis for {mid}"
     named = [c for c in chinese if mid in c["misconceptions"]]
-    assert any(text in c["output"] for c in named), _summary(chinese)
+    assert named and all(text in c["output"] for c in named), _summary(chinese)
     for c in named:
         assert "Likely cause" not in c["output"] and misconceptions.CATALOGUE[mid].why not in c["output"], c["output"]
 
