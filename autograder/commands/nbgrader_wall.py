@@ -378,6 +378,21 @@ class WalledProvisioner(LocalProvisioner):
     (isolation.kill_everything) before it is reaped, so its pid, kept by the zombie until then,
     always names it. poll() looks without reaping."""
 
+    async def launch_kernel(self, cmd, **kwargs):
+        """Forked from the kit's zygote of the notebook's framework when one runs (numpy and torch
+        imported once, not once per notebook: about 2 s of CPU a torch notebook), walled off by the
+        same isolation.apply; else started by exec, as jupyter_client does."""
+        forked = self.parent.forked_kernel(cmd)
+        if forked is None:
+            return await super().launch_kernel(cmd, **kwargs)
+        self.process, self.pid = forked, forked.pid
+        try:
+            self.pgid = os.getpgid(forked.pid)        # its own session, as the exec'd kernel's
+        except OSError:
+            self.pgid = None
+        self.cwd = kwargs.get("cwd")
+        return self.connection_info
+
     async def poll(self):
         if self.process is None:
             return 0
@@ -476,6 +491,20 @@ class WalledKernelManager(AsyncKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None):
         return [sys.executable, "-I", "-c", LAUNCHER, "-f", self.connection_file, *(extra_arguments or [])]
+
+    def forked_kernel(self, cmd):
+        """The kernel of `cmd` (format_kernel_cmd's) forked from this process's zygote for the
+        notebook's framework (sandbox/zygote.py): a ZygoteChild, or None when no zygote runs
+        (ATTENTION_KIT_WARM=0, a GPU, a notebook of no step)."""
+        from autograder.sandbox import zygote
+        if self.framework not in (zygote.current() or {}):
+            return None
+        null = os.open(os.devnull, os.O_RDONLY)
+        try:
+            return zygote.spawn(self.framework, self._plan, self._env(), self._plan.scratch, null, self._out_w,
+                                self._out_w, kernel=cmd[cmd.index(LAUNCHER) + 1:])
+        finally:
+            os.close(null)
 
     def _limits(self):
         limits = Limits(memory_bytes=int(self.memory_gib * 2**30), cpu_seconds=self.cpu_seconds,

@@ -13,7 +13,9 @@ followed by `exec python -I runner.py` would: new session, the pipes as stdio, t
 as cwd, the small environment, `isolation.apply(plan)` (its own session keyring, namespaces,
 the extra fork into the new PID namespace, the pivot_root'ed view, the uid, no capabilities,
 no_new_privs, Landlock, limits, the seccomp filter the zygote compiled once before forking),
-then the runner's request loop.
+then the runner's request loop. Under nbgrader, a notebook's walled kernel is forked the same way
+(commands/nbgrader_wall.py): after the same `isolation.apply`, it runs ipykernel instead of the
+runner (`_run_kernel`).
 
 The zygote reaps its children and reports each exit status on a pipe the grader gave it, so the
 grader sees a Popen-like object (`pid`, `poll`, `wait`, `returncode`) and kills everything the
@@ -61,6 +63,17 @@ class ZygoteChild:
         self._collect(0)
         return self.returncode
 
+    def send_signal(self, signum):
+        """As Popen's: the signal to the child unless it has ended (jupyter_client's interrupt)."""
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signum)
+            except ProcessLookupError:
+                pass
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
     def wait(self, timeout=None):
         if not self._collect(timeout):
             raise subprocess.TimeoutExpired("zygote child", timeout)
@@ -98,13 +111,15 @@ class Zygote:
                 raise OSError("the zygote did not start")
             self.ready = True
 
-    def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w, imports=()):
+    def spawn(self, framework, plan, env, cwd, req_r, rep_w, out_w, imports=(), kernel=None):
         """Fork a child; returns a ZygoteChild. Raises OSError when the zygote is gone.
-        imports: modules the zygote imports first, once (contract.Step.child_imports)."""
+        imports: modules the zygote imports first, once (contract.Step.child_imports).
+        kernel: the arguments of an IPython kernel (["-f", connection file]) to run instead of
+        the runner (nbgrader_wall's walled kernel); its stdout and stderr go to `out_w`."""
         status_r, status_w = os.pipe()
         try:
             msg = json.dumps({"framework": framework, "plan": asdict(plan), "env": env, "cwd": cwd,
-                              "imports": list(imports)}).encode()
+                              "imports": list(imports), "kernel": kernel}).encode()
             with self.lock:
                 self._wait_ready()
                 socket.send_fds(self.sock, [msg], [req_r, rep_w, out_w, status_w])
@@ -205,15 +220,15 @@ def stop():
         _current.popitem()[1].close()
 
 
-def spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports=()):
+def spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports=(), kernel=None):
     """Fork a child from this process's zygote for `framework`, starting a fresh one once if it
     died (a submission running without namespaces could kill it)."""
     try:
-        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports, kernel)
     except OSError:
         _current.pop(framework).close()
         start((framework,))
-        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports)
+        return _current[framework].spawn(framework, plan, env, cwd, req_r, rep_w, out_w, imports, kernel)
 
 
 # ------------------------------------------------------------------ zygote side
@@ -232,7 +247,8 @@ def _become_child(req, fds):
         os.dup2(null, 0)
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
-        keep = {0, 1, 2, req_r, rep_w}
+        kernel = req.get("kernel")
+        keep = {0, 1, 2} if kernel is not None else {0, 1, 2, req_r, rep_w}
         for fd in [int(x) for x in os.listdir("/proc/self/fd")]:   # the zygote's socket, other children's pipes
             if fd not in keep:
                 try:
@@ -247,6 +263,10 @@ def _become_child(req, fds):
         os.environ.update(req["env"])
         import tempfile
         tempfile.tempdir = None
+        if kernel is not None:
+            # a kernel dies with the process that started it: here the zygote, which dies with
+            # the grader (nbgrader_wall._start_walled does the same for a kernel started by exec)
+            isolation._libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # limits, namespaces, the fork into the new PID namespace (this process stays outside
         # and only waits), the new root, the child's uid
         isolation.apply(isolation.Plan(**req["plan"]))
@@ -260,7 +280,10 @@ def _become_child(req, fds):
         # the grader's package is not importable from a child (runner's blocker refuses it)
         for name in [n for n in sys.modules if n.split(".")[0] in runner.BLOCKED_PACKAGES]:
             del sys.modules[name]
-        runner.serve(req_r, rep_w, req["framework"])
+        if kernel is not None:
+            status = _run_kernel(kernel)
+        else:
+            runner.serve(req_r, rep_w, req["framework"])
     except BaseException:
         status = 1
     finally:
@@ -270,6 +293,27 @@ def _become_child(req, fds):
             except BaseException:
                 pass
         os._exit(status)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _run_kernel(argv):
+    """In a forked child, walled off already: the IPython kernel that nbgrader_wall.LAUNCHER runs
+    after an exec, with the zygote's numpy (and torch) imported already. Returns its exit status.
+    ipykernel itself is imported here, never in the zygote: the step children forked from it must
+    not hold it (a notebook cell may ask `"ipykernel" in sys.modules` to act in the kernel only)."""
+    import ctypes
+    import runpy
+    # dies with the process waiting outside its PID namespace (a change of uid cleared the first)
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.signal(signal.SIGINT, signal.default_int_handler)      # the zygote ignores it; a kernel is interrupted by it
+    sys.argv = ["ipykernel_launcher", *argv]
+    try:
+        runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
 
 
 def warm_up_torch():

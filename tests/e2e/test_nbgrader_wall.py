@@ -142,13 +142,17 @@ def run_nbgrader(course, tmpdir, *args):
 
 
 def processes_mentioning(text):
+    """The processes whose command line or working folder holds `text`: a kernel started by exec
+    names its connection file on its command line; one forked from the kit's zygote has the
+    zygote's command line, and its own scratch folder (in $TMPDIR) as its working folder."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as f:
-                    if text.encode() in f.read():
-                        found.append(int(entry))
+                    named = text.encode() in f.read()
+                if named or text in os.readlink(f"/proc/{entry}/cwd"):
+                    found.append(int(entry))
             except OSError:
                 pass
     return found
@@ -317,7 +321,7 @@ def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
         while not processes_mentioning(f"{DAEMON}-2") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert processes_mentioning(f"{DAEMON}-2"), "the student's cell never ran"
-        assert processes_mentioning(str(tmpdir))           # the kernel, by its connection file
+        assert processes_mentioning(str(tmpdir))           # the kernel, by its folder
     finally:
         proc.kill()
         proc.wait()
@@ -343,10 +347,27 @@ def test_the_kernels_sockets_fit_a_unix_socket_address_whatever_the_temporary_fo
 
 
 # ------------------------------------------------------------------ the kernel alone
+@pytest.fixture(params=["exec", "forked"])
+def kernel_start(request):
+    """How the walled kernel starts: by exec (a notebook of no step, or no zygote: ATTENTION_KIT_WARM=0,
+    a GPU), or forked from the torch steps' zygote (nbgrader's process runs one: warm_children)."""
+    from autograder.sandbox import zygote
+    if request.param == "exec":
+        yield ""
+        return
+    if not zygote.start_unless_disabled(("torch",)):
+        pytest.skip("no zygote on this machine (an NVIDIA GPU): every kernel starts by exec")
+    yield "torch"
+    zygote.stop()
+
+
 @needs_wall
-def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
+def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path, kernel_start):
     from nbclient import NotebookClient
     from autograder.commands.nbgrader_wall import WalledKernelManager
+
+    class Kernel(WalledKernelManager):
+        framework = kernel_start
     (tmp_path / "data.csv").write_text("1,2,3\n")
     (tmp_path / "other.ipynb").write_text("{}")
     os.symlink(ROOT / "solutions" / "step04_softmax.py", tmp_path / "link.py")
@@ -358,16 +379,22 @@ def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path):
         "import numpy\nimport socket\ntry:\n    socket.create_connection(('192.0.2.1', 80), timeout=2)\nexcept OSError as e:\n"
         "    print('network:', e.errno)",
         "import autograder",
+        # what the kernel holds before any cell imports: torch when forked from the torch zygote,
+        # nothing of the kit's; and which command line it has
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'autograder'))[:1])\n"
+        "print(b'ipykernel_launcher' in open('/proc/self/cmdline', 'rb').read())",
     ]]
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, kernel_manager_class=WalledKernelManager,
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, kernel_manager_class=Kernel,
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
-    listing, flags, network, kit = nb.cells
+    listing, flags, network, kit, held = nb.cells
     names = eval(listing.outputs[0].text.splitlines()[0])
     assert "data.csv" in names and "other.ipynb" not in names and "link.py" not in names
     assert "1,2,3" in listing.outputs[0].text
     assert flags.outputs[0].text.split() == ["False", "False", "False"]
     assert network.outputs[0].text.strip() == "network: 101"          # ENETUNREACH: no interface up
     assert kit.outputs[0].ename == "ModuleNotFoundError"
+    forked = kernel_start == "torch"
+    assert held.outputs[0].text.split("\n")[:2] == (["['torch']", "False"] if forked else ["[]", "True"])
 
 
 # ------------------------------------------------------------------ which cells are the kit's
