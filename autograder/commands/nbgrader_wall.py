@@ -465,7 +465,7 @@ class WalledKernelManager(AsyncKernelManager):
         try:
             self._build_wall(kw.pop("cwd", None))
             cmd, kw = await super()._async_pre_start_kernel(**kw)
-            if self._plan.mode == "uid":      # its connection file (the session key) and its socket folder
+            if self._plan.uid is not None:    # its connection file (the session key) and its socket folder
                 os.chown(self.connection_file, self._plan.uid, self._plan.uid)
             out_r, self._out_w = os.pipe()
             self._trap = process.OutputTrap(out_r, self.output_bytes)
@@ -542,7 +542,9 @@ class WalledKernelManager(AsyncKernelManager):
         self._plan = isolation.make_plan(mode, self._scratch, limits, cover, pid_namespace=pid_ns,
                                          shared=[self._sockets])
         isolation.prepare_scratch(self._plan)
-        if self._plan.mode == "uid":
+        # the kernel's own uid outside (at `uid`, and at `userns` as root: a fresh uid either way)
+        # owns the folder and the connection file; an ordinary account's kernel keeps its uid
+        if self._plan.uid is not None:
             os.chown(self._sockets, self._plan.uid, self._plan.uid)
         os.chmod(self._sockets, 0o700)
         self.transport = "ipc"

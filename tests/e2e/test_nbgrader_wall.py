@@ -397,6 +397,59 @@ def test_the_walled_kernel_sees_its_folder_and_python_only(tmp_path, kernel_star
     assert held.outputs[0].text.split("\n")[:2] == (["['torch']", "False"] if forked else ["[]", "True"])
 
 
+# A walled kernel of each start (by exec: no framework; forked: the torch zygote's), in a process of
+# the account given: what its cell sees, prints as JSON
+KERNEL_AS = f"""
+import json, sys, tempfile
+import nbformat
+from nbclient import NotebookClient
+from autograder.commands.nbgrader_wall import WalledKernelManager
+from autograder.sandbox import isolation, zygote
+out = {{"level": isolation.choose_mode("auto")}}
+for framework in ("", "torch"):
+    class Kernel(WalledKernelManager):
+        pass
+    Kernel.framework = framework
+    if framework:
+        zygote.start_unless_disabled((framework,))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import os, sys\\n"
+        "print(os.path.exists({str(ROOT / 'solutions')!r}), 'torch' in sys.modules,"
+        " b'ipykernel_launcher' in open('/proc/self/cmdline', 'rb').read())\\n"
+        "import torch\\nprint(torch.ones(3).sum().item())"), nbformat.v4.new_code_cell("import autograder")]
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, kernel_manager_class=Kernel,
+                   resources={{"metadata": {{"path": tempfile.mkdtemp()}}}}).execute()
+    out[framework or "exec"] = ["".join(o.get("text") or o.get("ename") for o in c.outputs) for c in nb.cells]
+zygote.stop()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="makes the other accounts: needs root and setpriv (CI runs as root)")
+@pytest.mark.parametrize("kind", ["root", "root-no-sysadmin", "user"])
+def test_the_walled_kernel_starts_walled_as_every_account(kind):
+    """nbgrader run as root, as root without CAP_SYS_ADMIN (Docker's default: every kernel died
+    there, its connection file unreadable to its fresh uid) and as an ordinary account: the kernel
+    starts, by exec and forked from the zygote, sees nothing of the kit and cannot import it."""
+    uid = 0 if kind.startswith("root") else 54321
+    home = Path(tempfile.mkdtemp(prefix="akw-", dir="/var/tmp"))     # short: the sockets' folder lies in it
+    os.chown(home, uid, uid)
+    try:
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "TMPDIR": str(home), "LANG": "C.UTF-8"}
+        proc = subprocess.run([sys.executable, str(ROOT / "tests" / "sandbox" / "accounts.py"), kind, str(uid), "--",
+                               sys.executable, "-c", KERNEL_AS], cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=900)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["level"] == ("uid" if kind == "root" else "userns")
+    assert seen["exec"] == ["False False True\n3.0\n", "ModuleNotFoundError"], seen
+    assert seen["torch"] == ["False True False\n3.0\n", "ModuleNotFoundError"], seen
+
+
 # ------------------------------------------------------------------ which cells are the kit's
 def test_hidden_stem_names_the_kit_s_hidden_cells_only():
     from autograder.commands.nbgrader_wall import hidden_stem
