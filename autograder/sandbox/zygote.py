@@ -71,9 +71,6 @@ class ZygoteChild:
             except ProcessLookupError:
                 pass
 
-    def kill(self):
-        self.send_signal(signal.SIGKILL)
-
     def wait(self, timeout=None):
         if not self._collect(timeout):
             raise subprocess.TimeoutExpired("zygote child", timeout)
