@@ -434,6 +434,7 @@ def error_results(message):
 
 # ------------------------------------------------------------------ executors: local pool or Dask
 WORKER_STOP_SECONDS = 60    # a stopped worker kills its children and ends: this is far above that on a busy machine
+WAKE_SECONDS = 0.5          # the client's main thread wakes this often while it waits (LocalPool.as_completed)
 
 
 class LocalPool:
@@ -450,7 +451,14 @@ class LocalPool:
         return self.pool.submit(fn, *args)
 
     def as_completed(self, futures):
-        return self._cf.as_completed(futures)
+        """As concurrent.futures.as_completed, never blocked for long. A Ctrl-C that the kernel hands
+        to another thread of this process (the pool's manager thread, a queue's feeder) is only
+        marked pending for the main thread, whose handler (KeyboardInterrupt) runs when it next runs
+        Python: blocked without a timeout, it would wait for the submission in hand to end."""
+        pending = set(futures)
+        while pending:
+            done, pending = self._cf.wait(pending, timeout=WAKE_SECONDS, return_when=self._cf.FIRST_COMPLETED)
+            yield from done
 
     def close(self, now=False):
         """Wait for the workers to end; `now` (the client was interrupted): what is queued is

@@ -4,7 +4,9 @@ folder given to `grade`, a student's folder given to `grade-all`, a browser's re
 ("04_softmax (1).ipynb"), an empty folder, a mistyped step, an output path that cannot be written,
 a bad number, Ctrl-C in the middle of a class. An OSError or a bug ends in one line too, which
 names the log holding the traceback."""
+import ctypes
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -209,13 +211,12 @@ def test_an_os_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
     assert "Traceback" in text and "OSError" in text and "gradescope-zip" in text
 
 
-def test_an_interrupted_grade_all_says_what_finished_stops_at_once_and_a_rerun_resumes(tmp_path):
-    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) after the first
-    student: one line, exit 130, the finished student's results kept, and the rerun grades only
-    the one that was interrupted. The second student's step is in hand when the signal comes, by
-    construction: it writes its pid, then waits (no CPU) longer than this test waits for the
-    batch to end (its limits longer still). So the batch ends only because the step in hand was
-    stopped, not finished, and its process is gone when grade-all returns."""
+def interrupted_batch(tmp_path, deliver):
+    """A class of two graded by grade-all, and Ctrl-C after the first student (`deliver(pid)`
+    sends it): (args, env, class folder, pid file, process, stderr read, rest of stdout and stderr).
+    The second student's step is in hand when the signal comes, by construction: it writes its
+    pid, then waits (no CPU) longer than this waits for the batch to end (its limits longer still).
+    So the batch ends only because the step in hand was stopped, not finished."""
     klass = tmp_path / "class"
     for name in ("alice", "bob"):            # two steps each: what is graded here is the batch's bookkeeping
         (klass / name).mkdir(parents=True)
@@ -237,20 +238,32 @@ def test_an_interrupted_grade_all_says_what_finished_stops_at_once_and_a_rerun_r
                 while not pid_file.exists() or not pid_file.read_text():      # ... and bob's step has started
                     assert proc.poll() is None, "".join(err)
                     time.sleep(0.05)
-                os.killpg(proc.pid, signal.SIGINT)
+                deliver(proc.pid)
                 break
         # far above the moment it takes; far below bob's 900 s: without the stop, this times out
         rest_out, rest_err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+    return args, env, klass, pid_file, proc, "".join(err) + rest_err, rest_out
+
+
+def assert_stopped_at_once(tmp_path, pid_file, proc, err, rest_out):
     assert not alive(int(pid_file.read_text())), "the step in hand was stopped, its process is gone"
-    err = "".join(err) + rest_err
     assert proc.returncode == 130, err
     assert "Traceback" not in err + rest_out
     (line,) = [l for l in err.splitlines() if l.startswith("error:")]
     assert "interrupted after 1 of 2" in line and "run the same command again to resume" in line
     assert (tmp_path / "out" / "alice" / "results.json").is_file()
+
+
+def test_an_interrupted_grade_all_says_what_finished_stops_at_once_and_a_rerun_resumes(tmp_path):
+    """Ctrl-C (SIGINT to the whole process group, as a terminal sends it) after the first
+    student: one line, exit 130, the finished student's results kept, its step in hand stopped
+    (its process gone), and the rerun grades only the one that was interrupted."""
+    args, env, klass, pid_file, proc, err, rest_out = interrupted_batch(
+        tmp_path, lambda pid: os.killpg(pid, signal.SIGINT))
+    assert_stopped_at_once(tmp_path, pid_file, proc, err, rest_out)
     (klass / "bob" / "01_projection.py").write_text((LESSON / "01_projection.py").read_text())
     done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -304,3 +317,20 @@ def test_an_interrupted_grade_is_one_line_and_writes_no_results(tmp_path):
                           capture_output=True, text=True, timeout=300)
     line = one_error_line(done.returncode, done.stdout, done.stderr, "interrupted", "details in", exit_code=130)
     assert not (tmp_path / "r.json").exists(), line
+
+
+TGKILL = {"x86_64": 234, "aarch64": 131}.get(platform.machine())     # the syscall's number
+
+
+@pytest.mark.skipif(TGKILL is None, reason="tgkill's syscall number is known here for x86_64 and aarch64 only")
+def test_a_ctrl_c_taken_by_another_thread_of_grade_all_stops_it_as_well(tmp_path):
+    """The kernel hands a process-directed SIGINT to any thread that does not block it, most often
+    the main one. Sent here to another thread of grade-all's client (the pool's manager thread),
+    by tgkill: the client's main thread, waiting for the submission in hand, must still stop the
+    batch (it once waited on, for as long as that submission took: seen once in a busy run)."""
+    def to_another_thread(pid):
+        others = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+        assert others, "grade-all's client runs the pool's threads beside its main one"
+        assert ctypes.CDLL(None, use_errno=True).syscall(TGKILL, pid, others[0], signal.SIGINT) == 0
+    _args, _env, _klass, pid_file, proc, err, rest_out = interrupted_batch(tmp_path, to_another_thread)
+    assert_stopped_at_once(tmp_path, pid_file, proc, err, rest_out)
