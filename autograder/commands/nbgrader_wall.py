@@ -47,12 +47,11 @@ from autograder.sandbox import isolation, process
 from autograder.sandbox.limits import Limits
 
 SKIP_TAG = "skip-execution"        # nbclient's tag for a cell it must not run
-PR_SET_PDEATHSIG = 1
 # The kernel's command: ipykernel, dying with the process that started it. Inside a PID namespace
 # that is the process waiting outside it (isolation.apply), which dies with nbgrader in turn:
 # a kernel's first process sees no parent, so ipykernel's own watch for it cannot work there.
 LAUNCHER = ("import ctypes, runpy, signal, sys\n"
-            f"ctypes.CDLL(None).prctl({PR_SET_PDEATHSIG}, signal.SIGKILL)\n"
+            f"ctypes.CDLL(None).prctl({isolation.PR_SET_PDEATHSIG}, signal.SIGKILL)\n"
             "sys.argv[0] = 'ipykernel_launcher'\n"
             "runpy.run_module('ipykernel_launcher', run_name='__main__', alter_sys=True)\n")
 RESOURCE_KEY = "attention_kit"     # resources[RESOURCE_KEY]["as_submitted"]: the notebook before the kernel ran
@@ -650,7 +649,7 @@ class WalledKernelManager(AsyncKernelManager):
 def _start_walled(plan):
     """preexec_fn: die with nbgrader (the thread that starts the kernel lives as long as it), then
     the wall. A kernel left behind by a killed nbgrader would otherwise stay, idle, for good."""
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    _libc.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL)
     isolation.apply(plan)
 
 

@@ -263,7 +263,7 @@ def _become_child(req, fds):
         if kernel is not None:
             # a kernel dies with the process that started it: here the zygote, which dies with
             # the grader (nbgrader_wall._start_walled does the same for a kernel started by exec)
-            isolation._libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            isolation._libc.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         # limits, namespaces, the fork into the new PID namespace (this process stays outside
         # and only waits), the new root, the child's uid
         isolation.apply(isolation.Plan(**req["plan"]))
@@ -278,7 +278,7 @@ def _become_child(req, fds):
         for name in [n for n in sys.modules if n.split(".")[0] in runner.BLOCKED_PACKAGES]:
             del sys.modules[name]
         if kernel is not None:
-            status = _run_kernel(kernel)
+            status = _run_kernel(kernel, isolation)
         else:
             runner.serve(req_r, rep_w, req["framework"])
     except BaseException:
@@ -292,18 +292,15 @@ def _become_child(req, fds):
         os._exit(status)
 
 
-PR_SET_PDEATHSIG = 1
-
-
-def _run_kernel(argv):
+def _run_kernel(argv, isolation):
     """In a forked child, walled off already: the IPython kernel that nbgrader_wall.LAUNCHER runs
     after an exec, with the zygote's numpy (and torch) imported already. Returns its exit status.
     ipykernel itself is imported here, never in the zygote: the step children forked from it must
-    not hold it (a notebook cell may ask `"ipykernel" in sys.modules` to act in the kernel only)."""
-    import ctypes
+    not hold it (a notebook cell may ask `"ipykernel" in sys.modules` to act in the kernel only).
+    `isolation`: the module, already imported (the kit is out of reach by now)."""
     import runpy
     # dies with the process waiting outside its PID namespace (a change of uid cleared the first)
-    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    isolation._libc.prctl(isolation.PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)      # the zygote ignores it; a kernel is interrupted by it
     sys.argv = ["ipykernel_launcher", *argv]
     try:
