@@ -219,11 +219,19 @@ def _run_all(page):
 
 
 def _wait_until_saved(path, cell_ids, texts):
-    """Poll the notebook on disk until every filled cell holds what was pasted."""
+    """Poll the notebook on disk until every filled cell holds what was pasted.
+
+    jupyter_server saves a notebook by writing over the file in place (its "atomic" writing only keeps a
+    backup to restore on failure), so a read can meet a file it has only begun to write: that read
+    means "not saved yet", as an older content does.
+    """
     deadline = time.monotonic() + WAIT_MS / 1000
     while True:
-        cells = {c.id: c.source for c in nbformat.read(str(path), as_version=4).cells}
-        if all(cells[i] == texts[i] for i in cell_ids):
+        try:
+            cells = {c.id: c.source for c in nbformat.read(str(path), as_version=4).cells}
+        except ValueError:              # a write in flight: empty or cut short (NotJSONError is one)
+            cells = {}
+        if all(cells.get(i) == texts[i] for i in cell_ids):
             return
         assert time.monotonic() < deadline, f"{path.name} was never saved with the pasted solution"
         time.sleep(0.3)
@@ -288,6 +296,8 @@ def _student_path(page, lab, artifacts, lang, stem):
 
     # 3. saved as a student saves it: what is on disk is what was pasted
     page.keyboard.press("Control+s")
+    # the tab drops its unsaved mark once the server has answered the save, that is, once it wrote the file
+    expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current.jp-mod-dirty")).to_have_count(0)
     _wait_until_saved(saved, solutions, solutions)
     page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabCloseIcon").click()
 
