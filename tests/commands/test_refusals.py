@@ -7,6 +7,7 @@ names the log holding the traceback."""
 import ctypes
 import os
 import platform
+import select
 import shutil
 import signal
 import subprocess
@@ -225,7 +226,8 @@ def interrupted_batch(tmp_path, deliver):
     pid_file = tmp_path / "bob.pid"
     (klass / "bob" / "01_projection.py").write_text(
         f"import os, time\nopen({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(900)\n")
-    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    # faulthandler: a batch that does not stop is made to say where each of its Pythons waits (below)
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONFAULTHANDLER="1")
     args = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--results-dir", str(tmp_path / "out"),
             "--jobs", "1", "--isolation", "process", "--call-timeout", "1200", "--submission-timeout", "1200"]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -241,11 +243,41 @@ def interrupted_batch(tmp_path, deliver):
                 deliver(proc.pid)
                 break
         # far above the moment it takes; far below bob's 900 s: without the stop, this times out
-        rest_out, rest_err = proc.communicate(timeout=300)
+        try:
+            rest_out, rest_err = proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"grade-all did not stop after Ctrl-C; where it waits:\n{stuck_report(proc, err)}")
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)     # the client and its worker, if still there
+        except ProcessLookupError:
+            pass
     return args, env, klass, pid_file, proc, "".join(err) + rest_err, rest_out
+
+
+def stuck_report(proc, err):
+    """The signal state of each process of the batch's session, then the Python stacks of its
+    client and worker (SIGABRT: faulthandler prints every thread's stack to the shared stderr)."""
+    lines = []
+    for pid in sorted(int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if os.getsid(pid) != proc.pid:
+                continue
+            status = Path(f"/proc/{pid}/status").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        masks = [l for l in status.splitlines() if l.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn"))]
+        lines.append(f"{pid} {cmd[:120]}: " + "; ".join(masks))
+    os.killpg(proc.pid, signal.SIGABRT)
+    # read what comes until a quiet second: the zygotes, in sessions of their own, keep the pipe open
+    rest, fd = [], proc.stderr.fileno()
+    while select.select([fd], [], [], 10)[0]:
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            break
+        rest.append(chunk.decode(errors="replace"))
+    return "\n".join(lines) + "\n--- stderr ---\n" + ("".join(err) + "".join(rest))[-20000:]
 
 
 def assert_stopped_at_once(tmp_path, pid_file, proc, err, rest_out):
