@@ -212,6 +212,15 @@ def test_an_os_error_is_one_line_naming_the_log_with_the_traceback(tmp_path):
     assert "Traceback" in text and "OSError" in text and "gradescope-zip" in text
 
 
+# Ctrl-C reaches a command started from a terminal, where SIGINT is at its default. A shell without
+# job control starts a background job (`nohup bash .ci/run &`) with SIGINT ignored, everything that
+# job starts inherits that, and Python keeps an inherited SIG_IGN: the command then never sees
+# Ctrl-C (two busy runs of the suite, started so, hung in these tests). A command these tests
+# interrupt is started as from a terminal: SIGINT back at its default, then exec.
+FROM_A_TERMINAL = [sys.executable, "-c", "import os, signal, sys\n"
+                   "signal.signal(signal.SIGINT, signal.SIG_DFL)\nos.execv(sys.argv[1], sys.argv[1:])\n"]
+
+
 def interrupted_batch(tmp_path, deliver):
     """A class of two graded by grade-all, and Ctrl-C after the first student (`deliver(pid)`
     sends it): (args, env, class folder, pid file, process, stderr read, rest of stdout and stderr).
@@ -230,8 +239,8 @@ def interrupted_batch(tmp_path, deliver):
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONFAULTHANDLER="1")
     args = [sys.executable, "-m", "autograder", "grade-all", str(klass), "--results-dir", str(tmp_path / "out"),
             "--jobs", "1", "--isolation", "process", "--call-timeout", "1200", "--submission-timeout", "1200"]
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(FROM_A_TERMINAL + args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     err = []
     try:
         for line in proc.stderr:                  # wait until alice is graded ...
@@ -268,7 +277,11 @@ def stuck_report(proc, err):
         except OSError:
             continue
         masks = [l for l in status.splitlines() if l.startswith(("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn"))]
-        lines.append(f"{pid} {cmd[:120]}: " + "; ".join(masks))
+        ignored = int(next(l for l in masks if l.startswith("SigIgn")).split()[1], 16)
+        # the client must take Ctrl-C (its worker and the resource tracker ignore it by design)
+        hint = (" <- ignores SIGINT (inherited? see FROM_A_TERMINAL)"
+                if pid == proc.pid and ignored >> (signal.SIGINT - 1) & 1 else "")
+        lines.append(f"{pid} {cmd[:120]}: " + "; ".join(masks) + hint)
     os.killpg(proc.pid, signal.SIGABRT)
     # read what comes until a quiet second: the zygotes, in sessions of their own, keep the pipe open
     rest, fd = [], proc.stderr.fileno()
@@ -339,7 +352,7 @@ def test_an_interrupted_grade_is_one_line_and_writes_no_results(tmp_path):
         "def later():\n"
         f"    while not os.path.exists({str(started)!r}): time.sleep(0.2)\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"
-        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"     # as from a terminal (FROM_A_TERMINAL)
         "threading.Thread(target=later, daemon=True).start()\n"
         "from autograder.commands.entry import main\n"
         "main(sys.argv[1:])\n")
