@@ -230,8 +230,8 @@ def _wait_until_saved(path, cell_ids, texts):
         try:
             cells = {c.id: c.source for c in nbformat.read(str(path), as_version=4).cells}
         except ValueError:              # a write in flight: empty or cut short (NotJSONError is one)
-            cells = {}
-        if all(cells.get(i) == texts[i] for i in cell_ids):
+            cells = None
+        if cells is not None and all(cells[i] == texts[i] for i in cell_ids):
             return
         assert time.monotonic() < deadline, f"{path.name} was never saved with the pasted solution"
         time.sleep(0.3)
