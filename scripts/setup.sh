@@ -63,3 +63,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     pip uninstall -y rfc3987-syntax >/dev/null 2>&1 || true
     touch "$stamp"
 fi
+
+# The kit's own Python compiled too (skipped when up to date): where PYTHONDONTWRITEBYTECODE is
+# set, every grader process, batch worker and zygote would otherwise compile the grader, the
+# suites and the references afresh (some 0.25 s of CPU per `grade`; issue 27)
+.venv/bin/python -m compileall -q -j 0 autograder solutions >/dev/null

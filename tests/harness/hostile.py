@@ -2,12 +2,14 @@
 import hashlib
 import json
 import os
+import select
 import shutil
 import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -101,8 +103,8 @@ def submission_with(tmp_path, case_file):
 
 
 def grade(sub, results, call_seconds=HONEST_SECONDS, steps=STEPS):
-    """Grade in a fresh grader process; returns the finished Popen, with `uids`: the uids of its
-    children (in uid mode; the grader lists them in ATTENTION_KIT_UID_LOG)."""
+    """Grade in a fresh grader process (`autograder grade`); returns the finished Popen, with `uids`:
+    the uids of its children (in uid mode; the grader lists them in ATTENTION_KIT_UID_LOG)."""
     log = Path(results).with_name("uids.log")
     proc = subprocess.Popen([sys.executable, "-m", "autograder", "grade", str(sub), "--results", str(results),
                              "--steps", ",".join(steps), "--call-timeout", str(call_seconds), "--memory-gib", "1"],
@@ -111,6 +113,70 @@ def grade(sub, results, call_seconds=HONEST_SECONDS, steps=STEPS):
     proc.output = proc.communicate(timeout=600)[0]
     proc.uids = {int(u) for u in log.read_text().split()} if log.exists() else None
     return proc
+
+
+# One warm grader (grading.Grader, as a batch worker holds it) grades case after case: each line
+# on stdin is a case, each "graded" line on stdout says its results.json is written. The CLI's
+# `grade --results R --steps S --call-timeout T --memory-gib 1`, without a new Python, pytest
+# session and zygote per case (issue 27: the corpus's 36 tests took 59 s with a process per case,
+# 51 s so; most of what is left is the time-out cases' waiting).
+CASE_BATCH = """\
+import json, sys
+from autograder.commands.cli import start_warm_children
+from autograder.grading import run as grading
+from autograder.reports import gradescope_json as report
+from autograder.sandbox.limits import Limits
+start_warm_children(("numpy",))
+grader = grading.Grader()
+for line in sys.stdin:
+    sub, results, seconds, steps = json.loads(line)
+    report.write_results(grader.grade(sub, Limits(call_seconds=seconds, memory_bytes=1 << 30), steps), results)
+    print("graded", flush=True)
+grader.close()
+"""
+CASE_SECONDS = 600          # one case's grading, far above what any needs on a busy machine
+
+
+class WarmGrader:
+    """grade(sub, results, call_seconds, steps) as the module-level grade() does, in one grader
+    process shared by the cases of a test module; what it returns tells, for this case alone,
+    `returncode` (0 once its results.json is written), `output` (the grader's stderr so far) and
+    `uids` (the uids the grader gave this case's children). Between two cases the grader holds no
+    child: whatever a test finds alive after a case, that case left."""
+
+    def __init__(self, folder):
+        self.log, self.stderr = Path(folder) / "uids.log", Path(folder) / "stderr.log"
+        self.proc = subprocess.Popen([sys.executable, "-c", CASE_BATCH], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.stderr.open("w"), bufsize=0,
+                                     env=dict(os.environ, ATTENTION_KIT_UID_LOG=str(self.log)))
+        self.uids_seen, self.pending = 0, b""
+
+    def grade(self, sub, results, call_seconds=HONEST_SECONDS, steps=STEPS):
+        if self.proc.poll() is not None:        # an earlier case ended it: this one is not graded
+            return SimpleNamespace(returncode=self.proc.returncode or -1, uids=None,
+                                   output="the shared grader had ended:\n" + self.stderr.read_text()[-5000:])
+        self.proc.stdin.write((json.dumps([str(sub), str(results), call_seconds, list(steps)]) + "\n").encode())
+        graded = self._wait_for_graded()
+        lines = self.log.read_text().split() if self.log.exists() else []
+        uids, self.uids_seen = {int(u) for u in lines[self.uids_seen:]}, len(lines)
+        return SimpleNamespace(returncode=0 if graded else (self.proc.poll() or -1),
+                               output=self.stderr.read_text()[-5000:], uids=uids if self.log.exists() else None)
+
+    def _wait_for_graded(self):
+        """True once the grader says "graded"; False if it ended, or took CASE_SECONDS (killed)."""
+        while b"graded\n" not in self.pending:
+            ready, _, _ = select.select([self.proc.stdout], [], [], CASE_SECONDS)
+            chunk = os.read(self.proc.stdout.fileno(), 4096) if ready else b""
+            if not chunk:
+                self.proc.kill()
+                return False
+            self.pending += chunk
+        self.pending = self.pending.split(b"graded\n", 1)[1]
+        return True
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=120)
 
 
 class Listener:

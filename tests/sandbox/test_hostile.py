@@ -2,7 +2,9 @@
 
 Each case in tests/hostile/ is one misbehaving step file on top of otherwise correct code
 (samples/unusual_style for the other steps). For each: the score of every step, the message,
-results.json small and clean, no kit file changed, no process left behind.
+results.json small and clean, no kit file changed, no process left behind. The cases are graded
+one after another by one warm grader process (harness.hostile.WarmGrader), each checked for
+what it left before the next one starts. One case goes through `autograder grade` itself.
 """
 import hashlib
 import json
@@ -18,10 +20,10 @@ import pytest
 
 from autograder.sandbox import isolation
 from conftest import ROOT
-from harness.hostile import (CORPUS, EXPECTED, HONEST_SECONDS, IPC_BEFORE, Listener, MODE, NEEDS_ISOLATION, NEW_EXPECTED,
-                             NEW_STEP, NEW_STEP_BATCH, STEPS, TIME_CASES, call_seconds, correct_kv_cache, grade,
-                             ipc_objects, kit_fingerprint, leftover_cgroups, leftover_files, live_child_processes,
-                             new_step_variant, submission_with)
+from harness.hostile import (CORPUS, EXPECTED, HONEST_SECONDS, IPC_BEFORE, Listener, MODE, NEEDS_ISOLATION,
+                             NEW_EXPECTED, NEW_STEP, NEW_STEP_BATCH, STEPS, TIME_CASES, WarmGrader, call_seconds,
+                             correct_kv_cache, grade, ipc_objects, kit_fingerprint, leftover_cgroups, leftover_files,
+                             live_child_processes, new_step_variant, submission_with)
 
 
 def test_the_corpus_is_complete():
@@ -30,8 +32,15 @@ def test_the_corpus_is_complete():
     assert {p.name.split(".", 1)[1] for p in CORPUS.glob("*.py")} == {"04_softmax.py", f"{NEW_STEP}.py"}
 
 
+@pytest.fixture(scope="module")
+def warm(tmp_path_factory):
+    grader = WarmGrader(tmp_path_factory.mktemp("warm-grader"))
+    yield grader
+    grader.close()
+
+
 @pytest.mark.parametrize("case", sorted(EXPECTED))
-def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
+def test_hostile_submission_gets_its_exact_outcome(case, warm, tmp_path):
     if MODE == "refused":
         pytest.skip("the grader refuses to run student code here (run as root, or allow user namespaces); "
                     "tests/sandbox/test_accounts.py grades this corpus as every account, from root")
@@ -40,8 +49,8 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
     before = kit_fingerprint()
     listener = Listener() if case == "network" else None
     try:
-        proc = grade(submission_with(tmp_path, case_file), tmp_path / "results.json", call_seconds(case),
-                     [stem] if case in TIME_CASES else STEPS)
+        proc = warm.grade(submission_with(tmp_path, case_file), tmp_path / "results.json", call_seconds(case),
+                          [stem] if case in TIME_CASES else STEPS)
     finally:
         if listener:
             listener.close()
@@ -61,6 +70,8 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
     # nothing of the grader's own processes: their command lines name the kit's paths
     assert "autograder/" not in text and "zygote.py" not in text and "pytest" not in text
     assert kit_fingerprint() == before, "no file of the kit changed"
+    if MODE == "uid":            # the uids this case's children ran as, so that what is left is its own
+        assert proc.uids, "the grader named no child uid for this case"
     assert live_child_processes(proc.uids) == [], "no process left behind"
     assert ipc_objects() <= IPC_BEFORE and not leftover_files(), "no IPC object or file left behind"
     assert not leftover_cgroups(proc.uids), "no memory cgroup left behind"
@@ -70,6 +81,7 @@ def test_hostile_submission_gets_its_exact_outcome(case, tmp_path):
 
 @NEEDS_ISOLATION
 def test_printing_without_end_is_cut_to_an_excerpt(tmp_path):
+    """Through the command line: `autograder grade` of a hostile case writes the same results."""
     proc = grade(submission_with(tmp_path, CORPUS / "print_flood.04_softmax.py"), tmp_path / "r.json")
     assert proc.returncode == 0
     printed = json.loads((tmp_path / "r.json").read_text())["extra_data"]["steps"]["04_softmax"]["printed"]
