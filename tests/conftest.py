@@ -9,26 +9,43 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_grader(submission, tmp_path, *extra):
-    """Run `python -m autograder grade` in a fresh process; return (exit code, stdout, results)."""
+def run_grader(submission, tmp_path, *extra, warm=None):
+    """Run `python -m autograder grade` in a fresh process; return (exit code, stdout, results).
+    With `warm` (the `warm_cli` fixture), the same command line in that worker's warm process
+    (tests/harness/warm_cli.py), unless the environment changed since it started."""
     results = Path(tmp_path) / "results.json"
     # a call limit far above honest work on a busy machine (a test about time limits gives its own,
     # which comes later and wins)
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission), "--results",
-                           str(results), "--call-timeout", "120", *extra], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
+    argv = ["grade", str(submission), "--results", str(results), "--call-timeout", "120", *extra]
+    if warm is not None:
+        code, output = warm.run(argv)
+    else:
+        proc = subprocess.run([sys.executable, "-m", "autograder", *argv], cwd=ROOT, capture_output=True, text=True,
+                              timeout=900)
+        code, output = proc.returncode, proc.stdout + proc.stderr
     data = json.loads(results.read_text()) if results.exists() else None
-    return proc.returncode, proc.stdout + proc.stderr, data
+    return code, output, data
 
 
 @pytest.fixture(scope="session")
-def graded(tmp_path_factory):
+def warm_cli(tmp_path_factory):
+    """This worker's warm `python -m autograder` (tests/harness/warm_cli.py): hand it to run_grader
+    as warm= where the test reads what `grade` prints and writes, not how its process starts."""
+    from harness.warm_cli import WarmCli
+    server = WarmCli(tmp_path_factory.mktemp("warm-cli"))
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def graded(tmp_path_factory, warm_cli):
     """graded(path, *options) -> (exit code, output, results); each submission is graded once per
     run with the same options (e.g. "--lang", "zh"), whichever file and worker asks first: the
-    graded corpus (tests/harness/corpus.py)."""
+    graded corpus (tests/harness/corpus.py), graded by the worker's warm command line."""
     from harness import corpus
     shared = corpus.Corpus(corpus.store(tmp_path_factory),
-                           lambda submission, folder, *options: run_grader(ROOT / submission, folder, *options))
+                           lambda submission, folder, *options: run_grader(ROOT / submission, folder, *options,
+                                                                           warm=warm_cli))
     return shared.get
 
 

@@ -60,13 +60,27 @@ def os_error_text(exc):
 def main(argv=None):
     """Run the command line; returns only for commands other than `grade` (see below)."""
     argv = sys.argv[1:] if argv is None else argv
+    code = run(argv)
+    if argv[:1] == ["grade"]:
+        # Every result is written and every child is dead by now; skip the interpreter's teardown,
+        # which with torch loaded takes longer (about 0.4 s) than grading a step.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def run(argv):
+    """The command line's work and its exit code, in this process, which it never leaves (main
+    does, after `grade`): a process may run several command lines one after another, as the
+    kit's tests do (tests/harness/warm_cli.py). Raises SystemExit only for argparse's own exits
+    (--help, --version, a bad argument)."""
     # One thread for the grader's own OpenBLAS, OpenMP and MKL, read as numpy and torch load (here,
     # in batch workers and in zygotes, which inherit it): the grader's arithmetic is small, and idle
     # math threads spin waiting for work, on cores the students' children need (see
     # grading.one_math_thread). The children get the same from their own environment.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
-    grade = argv[:1] == ["grade"]
     try:
         # `grade` starts its zygotes as soon as it knows which frameworks the submission's steps use,
         # before it imports pytest and the suites: their `import torch` runs beside ours (cli.py)
@@ -81,10 +95,4 @@ def main(argv=None):
         from autograder.i18n import _
         code = _fail(argv, _("the grader failed ({error}): please report it with the log",
                              error=type(exc).__name__), 1)
-    if grade:
-        # Every result is written and every child is dead by now; skip the interpreter's teardown,
-        # which with torch loaded takes longer (about 0.4 s) than grading a step.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
     return code

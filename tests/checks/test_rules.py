@@ -477,23 +477,22 @@ print("POINTS", repr(points))
 '''
 
 
-def test_half_points_reach_every_format(tmp_path):
+def test_half_points_reach_every_format(tmp_path, warm_cli):
     """Check 6.1 is worth half a point: failing it alone gives 9.5 in results.json, the table, JUnit,
     the CSV gradebook and the points nbgrader's hidden cell returns."""
     from autograder.commands import batch
     sub = tmp_path / "sub"
     sub.mkdir()
     (sub / "06_multi_head.py").write_text(textwrap.dedent(HALF_POINT_06).lstrip())
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(sub), "--results",
-                           str(tmp_path / "r.json"), "--format", "junit", "--out", str(tmp_path / "j.xml")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
+    code, output = warm_cli.run(["grade", sub, "--results", tmp_path / "r.json", "--format", "junit", "--out",
+                                 tmp_path / "j.xml"])
+    assert code == 0, output
     results = json.loads((tmp_path / "r.json").read_text())
     step = results["extra_data"]["steps"]["06_multi_head"]
     assert step["score"] == 9.5 and step["max_score"] == 10
     assert [t["number"] for t in results["tests"] if t["status"] == "failed" and "step:06_multi_head" in t["tags"]] \
         == ["6.1"]
-    assert "9.5/10" in proc.stdout
+    assert "9.5/10" in output
     junit = (tmp_path / "j.xml").read_text()
     assert '<property name="score" value="9.5"' in junit and '<property name="points" value="0.5"' in junit
     batch.write_csv(tmp_path / "grades.csv", {"alice": results})

@@ -135,7 +135,7 @@ def scores(results):
 
 
 @pytest.mark.parametrize("assignment", list(contract.ASSIGNMENTS))
-def test_a_correct_notebook_in_ipython_syntax_scores_exactly_like_the_same_code_as_py(tmp_path, assignment):
+def test_a_correct_notebook_in_ipython_syntax_scores_exactly_like_the_same_code_as_py(tmp_path, assignment, warm_cli):
     as_py, as_nb = tmp_path / "py", tmp_path / "nb"
     as_py.mkdir()
     as_nb.mkdir()
@@ -146,8 +146,8 @@ def test_a_correct_notebook_in_ipython_syntax_scores_exactly_like_the_same_code_
         (as_nb / f"{step.stem}.ipynb").write_text(ipython_notebook(solution, list(step.names), wrap))
     (tmp_path / "r_py").mkdir()
     (tmp_path / "r_nb").mkdir()
-    _, out_py, res_py = run_grader(as_py, tmp_path / "r_py")
-    _, out_nb, res_nb = run_grader(as_nb, tmp_path / "r_nb")
+    _, out_py, res_py = run_grader(as_py, tmp_path / "r_py", warm=warm_cli)
+    _, out_nb, res_nb = run_grader(as_nb, tmp_path / "r_nb", warm=warm_cli)
     assert res_py and res_nb, out_py + out_nb
     assert res_py["score"] == res_py["extra_data"]["max_score"] > 0, out_py        # the references get every point
     assert scores(res_nb) == scores(res_py), out_nb

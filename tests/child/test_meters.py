@@ -20,7 +20,7 @@ from conftest import ROOT, run_grader
 from harness.meters import CASES, EXPECTED, assert_outcome
 
 
-def graded(tmp_path, case_file):
+def graded(tmp_path, case_file, warm):
     sub = tmp_path / "sub"
     sub.mkdir()
     stem = case_file.name.split(".")[1]
@@ -29,7 +29,7 @@ def graded(tmp_path, case_file):
     else:
         correct = (ROOT / "samples" / "unusual_style" / f"{stem}.py").read_text()
         (sub / f"{stem}.py").write_text(correct + "\n\n" + case_file.read_text())
-    code, output, results = run_grader(sub, tmp_path, "--steps", stem, "--call-timeout", "60")
+    code, output, results = run_grader(sub, tmp_path, "--steps", stem, "--call-timeout", "60", warm=warm)
     assert code == 0, output
     return stem, output, results
 
@@ -39,7 +39,7 @@ def test_every_case_has_its_outcome():
 
 
 @pytest.mark.parametrize("case", sorted(EXPECTED))
-def test_watching_or_breaking_a_meter_gets_its_exact_outcome(case, tmp_path):
+def test_watching_or_breaking_a_meter_gets_its_exact_outcome(case, tmp_path, warm_cli):
     (case_file,) = CASES.glob(f"{case}.*.py")
-    stem, output, results = graded(tmp_path, case_file)
+    stem, output, results = graded(tmp_path, case_file, warm_cli)
     assert_outcome(case, stem, output, results)

@@ -59,9 +59,11 @@ def run(*args, timeout=600):
     return proc
 
 
-def grade_alone(folder, tmp_path):
+def grade_alone(folder, tmp_path, warm):
+    """`grade FOLDER` of one student, in the worker's warm command line (tests/harness/warm_cli.py)."""
     results = tmp_path / f"alone-{folder.name}.json"
-    run("grade", str(folder), "--results", str(results), *LIMITS)
+    code, output = warm.run(["grade", str(folder), "--results", str(results), *LIMITS])
+    assert code == 0, output
     return json.loads(results.read_text())
 
 
@@ -70,7 +72,7 @@ def step_scores(results):
 
 
 @pytest.fixture(scope="module")
-def klass(tmp_path_factory):
+def klass(tmp_path_factory, warm_cli):
     """The class on disk, every variant's scores graded alone, and the batch graded once."""
     tmp = tmp_path_factory.mktemp("class")
     root, out = tmp / "class", tmp / "out"
@@ -81,7 +83,7 @@ def klass(tmp_path_factory):
         folder.mkdir(parents=True)
         for stem in NUMPY:
             variant_file(v, stem, folder)
-        scores = step_scores(grade_alone(folder, tmp)) if v != "missing" else {}
+        scores = step_scores(grade_alone(folder, tmp, warm_cli)) if v != "missing" else {}
         variant_scores[v] = {stem: scores.get(stem, 0) for stem in NUMPY}
     expected = {}
     for i in range(N_STUDENTS):
@@ -114,7 +116,7 @@ def klass(tmp_path_factory):
     proc = run("grade-all", str(root), "--results-dir", str(out), "--csv", str(tmp / "grades.csv"),
                "--jobs", "2", *LIMITS)
     return {"root": root, "out": out, "csv": tmp / "grades.csv", "expected": expected, "tmp": tmp,
-            "log": proc.stderr}
+            "log": proc.stderr, "warm": warm_cli}
 
 
 def batch_results(out, name):
@@ -134,7 +136,7 @@ def test_every_student_gets_the_grades_its_files_get_alone(klass):
 
 def test_a_sample_matches_single_grading_check_by_check(klass):
     for name in ("student000", "student007", "student013", "hostile_memory_hog"):
-        alone = grade_alone(klass["root"] / name, klass["tmp"])
+        alone = grade_alone(klass["root"] / name, klass["tmp"], klass["warm"])
         mine = batch_results(klass["out"], name)
         keys = ("number", "score", "status", "output", "tags")
         assert [{k: t[k] for k in keys} for t in mine["tests"]] == [{k: t[k] for k in keys} for t in alone["tests"]]

@@ -150,3 +150,30 @@ def test_grade_starts_the_zygotes_of_the_steps_it_grades_only(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         got = json.loads(proc.stdout.strip().splitlines()[-1])
         assert got == {"code": 0, "zygotes": zygotes}, args
+
+
+def test_the_warm_command_line_prints_writes_and_exits_as_a_fresh_one(tmp_path, warm_cli):
+    """The tests' warm `python -m autograder` (tests/harness/warm_cli.py, through entry.run) gives
+    what a fresh process gives, byte for byte: a graded folder in Chinese with a feedback page, a
+    refusal, argparse's own error; and a changed environment is never run warm."""
+    import os
+    runs, before = {}, warm_cli.count
+    for how, warm in (("fresh", None), ("warm", warm_cli)):
+        for i, extra in enumerate([("--lang", "zh", "--html", "PAGES"), ("--steps", "99_nothing"), ("--no-such-flag",)]):
+            folder = tmp_path / how / str(i)
+            folder.mkdir(parents=True)
+            extra = [str(folder / "pages") if e == "PAGES" else e for e in extra]
+            code, out, results = run_grader(ROOT / "samples" / "lesson", folder, *extra, warm=warm)
+            pages = {p.name: p.read_text() for p in (folder / "pages").glob("*")}
+            runs[how, i] = (code, out.replace(str(folder), "FOLDER"), results, pages)
+    for i in range(3):
+        assert runs["warm", i] == runs["fresh", i]
+    assert warm_cli.count == before + 3, f"the warm runs ran warm: {warm_cli.why_not()}"
+    assert [runs["fresh", i][0] for i in range(3)] == [0, 2, 2] and runs["fresh", 0][3]
+    assert "学生" in runs["fresh", 0][1] or "步" in runs["fresh", 0][1]
+    assert warm_cli.usable()
+    os.environ["ATTENTION_KIT_WARM_CLI_PROBE"] = "1"
+    try:
+        assert not warm_cli.usable()
+    finally:
+        del os.environ["ATTENTION_KIT_WARM_CLI_PROBE"]

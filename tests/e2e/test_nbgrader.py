@@ -29,7 +29,7 @@ TAMPER = ("\nimport autograder.commands.notebook_hook as _hook\n"
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(tmp_path_factory, warm_cli):
     """A graded course: generate, submit, autograde, export, feedback; plus standalone results."""
     tmp = tmp_path_factory.mktemp("course")
     course, db = nbgrader_course.make_course(tmp)
@@ -50,8 +50,8 @@ def course(tmp_path_factory):
     cell.source += TAMPER
     nbgrader_course.submit(course, ASSIGNMENT, submissions)
 
-    # the standalone grader on the same submissions, meanwhile (grading is mostly waiting)
-    graders = nbgrader_course.start_standalone(course, ASSIGNMENT, submissions, tmp)
+    # the standalone grader on the same submissions (the worker's warm command line)
+    graders = nbgrader_course.start_standalone(course, ASSIGNMENT, submissions, tmp, warm_cli)
     nbgrader(course, db, "autograde", ASSIGNMENT)
     nbgrader(course, db, "export")
     nbgrader(course, db, "generate_feedback", ASSIGNMENT)

@@ -66,7 +66,7 @@ def mistaken(course, stem):
     return student_notebook(course, stem, {gid: code}, assignment=ASSIGNMENT)
 
 
-def graded_course(tmp, language, submissions_of, audited):
+def graded_course(tmp, language, submissions_of, audited, warm):
     """Release, submit (submissions_of(course) -> {student: {stem: notebook}}), grade with nbgrader
     and, meanwhile, standalone; export and feedback, and meanwhile `nbgrader-crosscheck` of the
     student `audited`. A dict of what the tests read."""
@@ -74,7 +74,7 @@ def graded_course(tmp, language, submissions_of, audited):
     nbgrader(course, db, "generate_assignment", ASSIGNMENT)
     submissions = submissions_of(course)
     submit(course, ASSIGNMENT, submissions)
-    procs = start_standalone(course, ASSIGNMENT, submissions, tmp)
+    procs = start_standalone(course, ASSIGNMENT, submissions, tmp, warm)
     nbgrader(course, db, "autograde", ASSIGNMENT)
     audit = subprocess.Popen([sys.executable, "-m", "autograder", "nbgrader-crosscheck", "--course", str(course),
                               "--db", db, "--student", audited], cwd=ROOT, stdout=subprocess.PIPE,
@@ -101,7 +101,7 @@ def chinese(course):
 
 
 @pytest.fixture(scope="module")
-def courses(tmp_path_factory):
+def courses(tmp_path_factory, warm_cli):
     """{"en": course, "zh": course}, the two graded at the same time (each is mostly waiting)."""
     found, errors = {}, []
 
@@ -111,7 +111,7 @@ def courses(tmp_path_factory):
 
     def grade(lang, submissions_of, audited):
         try:
-            found[lang] = graded_course(folders[lang], lang, submissions_of, audited)
+            found[lang] = graded_course(folders[lang], lang, submissions_of, audited, warm_cli)
         except BaseException as e:         # re-raised below, in the test's thread
             errors.append(e)
     threads = [threading.Thread(target=grade, args=args) for args in (("en", english, "ben"), ("zh", chinese, "li"))]

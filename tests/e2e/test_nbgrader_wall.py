@@ -159,7 +159,7 @@ def processes_mentioning(text):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
+def course(tmp_path_factory, warm_cli):
     tmp = tmp_path_factory.mktemp("wall")
     course = tmp / "course"
     course.mkdir()
@@ -206,10 +206,9 @@ def course(tmp_path_factory):
     standalone = {}
     for student in submissions:
         results = tmp / f"{student}.json"
-        proc = subprocess.run([sys.executable, "-m", "autograder", "grade", str(course / "submitted" / student / ASSIGNMENT),
-                               "--results", str(results), "--quiet"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=600)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
+        code, output = warm_cli.run(["grade", course / "submitted" / student / ASSIGNMENT, "--results", results,
+                                     "--quiet"])
+        assert code == 0, output
         standalone[student] = {stem: s["score"] for stem, s in json.loads(results.read_text())["extra_data"]["steps"].items()}
     return {"dir": course, "db": f"sqlite:///{course / 'gradebook.db'}", "submissions": submissions,
             "standalone": standalone, "left": left}

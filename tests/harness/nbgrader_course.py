@@ -81,21 +81,31 @@ def submit(course, assignment, submissions):
             nbformat.write(nb, str(folder / f"{stem}.ipynb"))
 
 
-def start_standalone(course, assignment, students, out):
-    """`python -m autograder grade` on each student's submitted folder, started (grading is mostly
-    waiting: it runs while nbgrader does); {student: process}, results in out/<student>.json."""
-    return {student: subprocess.Popen(
-        [sys.executable, "-m", "autograder", "grade", str(Path(course) / "submitted" / student / assignment),
-         "--results", str(Path(out) / f"{student}.json"), "--quiet"], cwd=ROOT, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True) for student in students}
+def start_standalone(course, assignment, students, out, warm=None):
+    """`python -m autograder grade` on each student's submitted folder, results in out/<student>.json:
+    {student: process}, started to run while nbgrader does; or, with `warm` (conftest's warm_cli),
+    {student: (exit code, output)}, graded now one after another by the worker's warm command line
+    (a fresh `grade` of a whole assignment costs some 3 s of CPU before its first check)."""
+    def argv(student):
+        return ["grade", str(Path(course) / "submitted" / student / assignment),
+                "--results", str(Path(out) / f"{student}.json"), "--quiet"]
+    if warm is not None:
+        return {student: warm.run(argv(student)) for student in students}
+    return {student: subprocess.Popen([sys.executable, "-m", "autograder", *argv(student)], cwd=ROOT,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for student in students}
 
 
 def standalone_scores(procs, out):
     """{student: {stem: score}} once each standalone grading of start_standalone has ended."""
     scores = {}
     for student, proc in procs.items():
-        text, _ = proc.communicate(timeout=600)
-        assert proc.returncode == 0, text
+        if isinstance(proc, tuple):
+            code, text = proc
+        else:
+            text, _ = proc.communicate(timeout=600)
+            code = proc.returncode
+        assert code == 0, text
         results = json.loads((Path(out) / f"{student}.json").read_text())
         scores[student] = {stem: s["score"] for stem, s in results["extra_data"]["steps"].items()}
     return scores

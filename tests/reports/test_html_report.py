@@ -24,10 +24,10 @@ def softmax(x, axis=-1):
 
 
 @pytest.fixture(scope="module")
-def lesson_page(tmp_path_factory):
+def lesson_page(tmp_path_factory, warm_cli):
     """(page text, results.json) for samples/lesson graded with --html."""
     tmp = tmp_path_factory.mktemp("html")
-    code, out, results = run_grader(ROOT / "samples/lesson", tmp, "--html", str(tmp / "pages"), "--quiet")
+    code, out, results = run_grader(ROOT / "samples/lesson", tmp, "--html", str(tmp / "pages"), "--quiet", warm=warm_cli)
     assert code == 0, out
     page = tmp / "pages" / "lesson.html"
     assert page.exists(), out
@@ -35,22 +35,22 @@ def lesson_page(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def hostile_page(tmp_path_factory):
+def hostile_page(tmp_path_factory, warm_cli):
     tmp = tmp_path_factory.mktemp("hostile")
     step = tmp / "04_softmax.py"
     step.write_text(HOSTILE)
-    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet")
+    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet", warm=warm_cli)
     assert code == 0, out
     return tmp / "pages" / "04_softmax.html", results
 
 
 @pytest.fixture(scope="module")
-def chinese_page(tmp_path_factory):
+def chinese_page(tmp_path_factory, warm_cli):
     """(page text, results.json) for the lesson's step 5 graded with --lang zh --html (one step: cheap)."""
     tmp = tmp_path_factory.mktemp("zh")
     step = tmp / "05_weighted_sum.py"
     step.write_text((ROOT / "samples/lesson/05_weighted_sum.py").read_text())
-    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet", "--lang", "zh")
+    code, out, results = run_grader(step, tmp, "--html", str(tmp / "pages"), "--quiet", "--lang", "zh", warm=warm_cli)
     assert code == 0, out
     return tmp / "pages" / "05_weighted_sum.html", results
 

@@ -41,7 +41,12 @@ def test_the_budget_follows_the_request():
     assert protocol.reply_budget(protocol.load_request("x.py", "x.py")) == protocol.SMALL_REPLY
     measure = protocol.measure_request(call_of((4, 512, 64)))
     assert protocol.reply_budget(measure) == protocol.SMALL_REPLY          # counts come back, not values
-    assert protocol.reply_budget(call_of((4096, 4096, 64))).attached_bytes == wire.MAX_MESSAGE_BYTES
+    # an input whose (..., T, T) answer would be over the wire's cap gets the cap: (64, 512, 64) asks for
+    # 32 x 2M x 512 bytes, while its own record is 16 MiB (a shape far beyond the cap, (4096, 4096, 64),
+    # cost 8 GiB of zeros and 26 s to encode)
+    huge = (64, 512, 64)
+    assert 4 * 8 * (64 * 512 * 64) * 512 > 4 * wire.MAX_MESSAGE_BYTES
+    assert protocol.reply_budget(call_of(huge)).attached_bytes == wire.MAX_MESSAGE_BYTES
 
 
 def test_records_may_not_claim_the_attached_bytes_twice():
@@ -156,7 +161,7 @@ def test_without_the_budget_the_nested_reply_inflates_the_grader():
 HOSTILE, STEPS = meters.HOSTILE_REPLIES, meters.REPLY_STEPS
 
 
-def graded_with(tmp_path, case):
+def graded_with(tmp_path, case, warm):
     import shutil
     sub = tmp_path / "sub"
     sub.mkdir()
@@ -164,7 +169,7 @@ def graded_with(tmp_path, case):
         shutil.copy(ROOT / "samples" / "unusual_style" / f"{stem}.py", sub)
     shutil.copy(HOSTILE / f"{case}.04_softmax.py", sub / "04_softmax.py")
     code, output, results = run_grader(sub, tmp_path, "--steps", ",".join(STEPS), "--call-timeout", "30",
-                                       "--memory-gib", "1")
+                                       "--memory-gib", "1", warm=warm)
     assert code == 0, output
     return results
 
@@ -175,8 +180,8 @@ def graded_with(tmp_path, case):
     ("shared_bytes", 0, "Your code's result could not be read back: a malformed reply (ValueError: array "
                         "records claim more bytes than were attached)"),
 ])
-def test_a_submission_sending_such_a_reply_gets_its_exact_outcome(tmp_path, case, score, phrase):
-    results = graded_with(tmp_path, case)
+def test_a_submission_sending_such_a_reply_gets_its_exact_outcome(tmp_path, case, score, phrase, warm_cli):
+    results = graded_with(tmp_path, case, warm_cli)
     steps = results["extra_data"]["steps"]
     assert steps["04_softmax"]["score"] == score
     assert all(s["score"] == 10 for k, s in steps.items() if k != "04_softmax"), "other steps graded normally"
