@@ -332,6 +332,7 @@ _worker_lock = threading.Lock()   # a Dask worker runs tasks in threads; pytest 
 
 
 _grader = None                    # this worker's warm grader (grading.Grader): one pytest session
+_frameworks = None                # the zygotes this worker starts (LocalPool's initializer); None: all
 _grading = False                  # a submission is in hand (grade_data): SIGTERM stops it
 
 
@@ -344,12 +345,18 @@ def _stop(_signum, _frame):
     os._exit(0)
 
 
-def warm_up():
-    """Worker initializer: start the zygote now, so its `import torch` overlaps the grader's
+def warm_up(frameworks=None):
+    """Worker initializer: start the zygotes now, so their `import torch` overlaps the grader's
     imports, and the worker's pytest session, which collects the suites once for all its tasks.
+    `frameworks`: the zygotes to start, those of the class's step files (frameworks_of_files; a
+    torch zygote costs some 1.5 s of CPU, for nothing in a class that hands in numpy steps only);
+    remembered for the worker's later calls; None, all of them (a Dask worker). A step of another
+    framework is still graded: its child starts cold, and its zygote with the second (zygote.warm_for).
     Ctrl-C is the client's to handle (it says what finished): a worker ignores it, instead of
     printing its own traceback, and the client stops it (SIGTERM, `_stop`)."""
-    global _grader
+    global _grader, _frameworks
+    if frameworks is not None:
+        _frameworks = tuple(frameworks)
     import signal
     import threading
     if threading.current_thread() is threading.main_thread():    # a Dask worker runs tasks in a thread of its own
@@ -357,7 +364,7 @@ def warm_up():
         signal.signal(signal.SIGTERM, _stop)
     if os.environ.get("ATTENTION_KIT_WARM", "1") != "0":
         from autograder.sandbox import zygote
-        zygote.start()
+        zygote.start(zygote.FRAMEWORKS if _frameworks is None else _frameworks)
     if _grader is None or not _grader.alive:
         from autograder.grading import run as grading
         _grader = grading.Grader()
@@ -440,12 +447,14 @@ WAKE_SECONDS = 0.5          # the client's main thread wakes this often while it
 class LocalPool:
     """Warm worker processes on this machine (spawned: they share no memory with this process)."""
 
-    def __init__(self, jobs):
+    def __init__(self, jobs, frameworks=None):
+        """`frameworks`: the zygotes each worker starts (warm_up); None, all of them."""
         import concurrent.futures
         import multiprocessing
         self._cf = concurrent.futures
         self.pool = concurrent.futures.ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up)
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up,
+            initargs=(None if frameworks is None else tuple(frameworks),))
 
     def submit(self, fn, *args):
         return self.pool.submit(fn, *args)
@@ -540,7 +549,8 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
         else:
             todo.append((sub, files, fp))
     if todo:
-        pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1)
+        pool = DaskPool(scheduler) if scheduler else LocalPool(jobs or os.cpu_count() or 1,
+                                                               frameworks_of_files(files for _s, files, _f in todo))
         interrupted = False
         try:
             for sub, files, fp in todo:
@@ -568,6 +578,16 @@ def grade_all(root, out_dir, limits, jobs=None, scheduler=None, csv_path=None, p
     if csv_path:
         write_csv(csv_path, {s: r for s, (_, r) in sorted(outcomes.items())})
     return outcomes
+
+
+def frameworks_of_files(file_sets):
+    """The frameworks ("numpy", "torch") of the step files named in `file_sets` ({relative path:
+    bytes} each, as read_files gives them), in the zygotes' order: the zygotes the workers start."""
+    names = contract.step_file_names()
+    found = {names[PurePosixPath(path).name].framework for files in file_sets for path in files
+             if PurePosixPath(path).name in names}
+    from autograder.sandbox import zygote
+    return tuple(f for f in zygote.FRAMEWORKS if f in found)
 
 
 def _message(exc):

@@ -266,3 +266,37 @@ def test_what_decides_a_grade_is_derived_from_the_imports():
                and "/reference/mutants" not in f and "/reference/equivalence" not in f
                and "/reference/domain" not in f}      # the domain coverage table's, read by a test and the docs
     assert not missing, missing
+
+
+def zygotes_of(pid):
+    """The frameworks of the zygotes process `pid` runs (its children whose command line ends with one)."""
+    from autograder.sandbox import zygote
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        last = [a.decode(errors="replace") for a in argv if a][-1:] or [""]
+        if ppid == pid and last[0] in zygote.FRAMEWORKS:
+            found.add(last[0])
+    return found
+
+
+def test_the_workers_start_the_zygotes_of_the_classs_step_files_only():
+    """A class that hands in numpy steps only starts no torch zygote in its workers (some 1.5 s of CPU
+    each); a class with a torch step, or a pool told nothing, starts both."""
+    import os
+    from autograder.sandbox import zygote
+    assert batch.frameworks_of_files([{"work/04_softmax.py": b""}, {"01_projection.ipynb": b""}]) == ("numpy",)
+    assert batch.frameworks_of_files([{"x/06_multi_head.py": b""}, {"02_scores.py": b""}]) == ("numpy", "torch")
+    assert batch.frameworks_of_files([{"notes.txt": b""}, {}]) == ()
+    warm = zygote._warm_allowed()           # no zygotes at all with ATTENTION_KIT_WARM=0 or an NVIDIA GPU
+    for frameworks, expected in ((("numpy",), {"numpy"}), (None, {"numpy", "torch"})):
+        pool = batch.LocalPool(1, frameworks)
+        try:
+            worker = pool.submit(os.getpid).result(timeout=600)
+            assert zygotes_of(worker) == (expected if warm else set())
+        finally:
+            pool.close()
