@@ -137,23 +137,28 @@ def hidden_stem(cell):
     return call.args[0].value if contract.step_for_stem(call.args[0].value) else None
 
 
-def warm_children():
-    """Start the kit's zygotes in nbgrader's process, once (sandbox/zygote.py, as `grade` does):
-    the step children TrustedGrades starts then fork from a Python that imported numpy and torch
-    already, instead of importing torch for every notebook (about 2 s a notebook, 0.2 s warm).
-    Started from WalledExecute, they warm up while the first student kernel runs; they exit
+def warm_children(frameworks):
+    """Start the kit's zygotes of `frameworks` in nbgrader's process, each once (sandbox/zygote.py,
+    as `grade` does): the step children TrustedGrades starts and the walled kernels then fork from a
+    Python that imported numpy (and torch) already, instead of importing torch for every notebook
+    (about 2 s a notebook, 0.2 s warm). Asked for the framework of each notebook's step as it
+    comes (WalledExecute, TrustedGrades): a course whose notebooks are numpy steps only starts no
+    torch zygote (some 1.5 s of CPU). They warm up while the first student kernel runs; they exit
     when nbgrader does (stopped at exit, or their control socket closing when it is killed).
     ATTENTION_KIT_WARM=0 (or an NVIDIA GPU) keeps a fresh child per step."""
-    global _warm_started
-    if _warm_started:
-        return
-    _warm_started = True
+    global _stop_registered
     from autograder.sandbox import zygote
-    if zygote.start_unless_disabled():
+    wanted = tuple(f for f in zygote.FRAMEWORKS if f in frameworks and f not in _warm_started)
+    if not wanted:
+        return
+    _warm_started.update(wanted)
+    if zygote.start_unless_disabled(wanted) and not _stop_registered:
+        _stop_registered = True
         atexit.register(zygote.stop)
 
 
-_warm_started = False
+_warm_started = set()       # the frameworks whose zygotes were asked for
+_stop_registered = False
 
 
 def _notebook_step(nb):
@@ -169,7 +174,7 @@ class TrustedGrades(NbGraderPreprocessor):
         cells = [(cell, stem) for cell in nb.cells if (stem := hidden_stem(cell))]
         if not cells:
             return nb, resources
-        warm_children()
+        warm_children({contract.step_for_stem(stem).framework for _cell, stem in cells})
         from autograder.commands import notebook_hook as notebook  # the grader (pytest, the suites): only when there is something to grade
         name = resources["nbgrader"]["notebook"]
         folder = (resources.get("metadata") or {}).get("path") or "."
@@ -305,8 +310,10 @@ class WalledExecute(OutputCap, Execute):
             return nb, resources
         step = _notebook_step(nb)
         self._framework = step.framework if step else ""
-        if any(hidden_stem(cell) for cell in nb.cells):
-            warm_children()           # TrustedGrades grades this notebook next
+        hidden = {contract.step_for_stem(stem).framework for cell in nb.cells if (stem := hidden_stem(cell))}
+        if hidden:
+            # TrustedGrades grades this notebook next; its kernel forks from its step's zygote
+            warm_children(hidden | ({step.framework} if step else set()))
         tagged = []
         for cell in nb.cells:
             if hidden_stem(cell) and SKIP_TAG not in cell.metadata.get("tags", []):

@@ -345,6 +345,29 @@ def test_the_kernels_sockets_fit_a_unix_socket_address_whatever_the_temporary_fo
     os.rmdir(short)
 
 
+WARM_CHILDREN = """
+from autograder.commands import nbgrader_wall
+from autograder.sandbox import zygote
+seen = []
+for frameworks in ({"numpy"}, {"numpy"}, {"torch", "numpy"}):
+    nbgrader_wall.warm_children(frameworks)
+    seen.append(sorted(zygote.current() or {}))
+print(seen)
+zygote.stop()
+"""
+
+
+def test_nbgrader_starts_the_zygote_of_each_notebooks_framework_when_it_comes():
+    """A course of numpy notebooks starts no torch zygote in nbgrader's process (some 1.5 s of CPU);
+    the first torch notebook starts it, and a framework is started once."""
+    from autograder.sandbox import zygote
+    proc = subprocess.run([sys.executable, "-c", WARM_CHILDREN], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    expected = [["numpy"], ["numpy"], ["numpy", "torch"]] if zygote._warm_allowed() else [[], [], []]
+    assert proc.stdout.strip() == str(expected)
+
+
 # ------------------------------------------------------------------ the kernel alone
 @pytest.fixture(params=["exec", "forked"])
 def kernel_start(request):
