@@ -223,11 +223,13 @@ def garbage_source(step, kind):
 GRADE_AND_RENDER = '''
 import json, sys
 from autograder import i18n
+from autograder import contract
 from autograder.grading import run as grading; from autograder.sandbox import zygote
-zygote.start()
+JOBS = json.load(sys.stdin)
+zygote.start({contract.step_for_stem(stem).framework for _folder, stem in JOBS})     # this group's framework only
 out = {}
 GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in json.load(sys.stdin):
+for folder, stem in JOBS:
     report = GRADER.grade(folder, steps=[stem])
     rendered = []
     for s in report.steps:

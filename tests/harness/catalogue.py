@@ -565,14 +565,18 @@ def source(stem, slots=None):
 # ------------------------------------------------------------------ grading every case, once
 GRADE_MANY = '''
 import json, sys
+from autograder import contract
 from autograder.sandbox import zygote
-zygote.start_unless_disabled()      # children forked warm, as `grade` does: each case costs no torch import
+JOBS = json.load(sys.stdin)
+# children forked warm, as `grade` does: each case costs no torch import. The zygotes of the jobs'
+# frameworks only: a process grades one framework's steps (a torch zygote costs some 1.5 s of CPU)
+zygote.start_unless_disabled({contract.step_for_stem(job[1]).framework for job in JOBS})
 from autograder import i18n; from autograder.grading import run as grading
 from autograder.sandbox.limits import Limits
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
 out, reports = {}, {}
 GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem, lang in json.load(sys.stdin):
+for folder, stem, lang in JOBS:
     # graded once; each language is that one grading's messages rendered, as reports do
     if (folder, stem) not in reports:
         # a call limit far above what any case needs on a busy machine (a numpy step's case that imports

@@ -184,11 +184,13 @@ CASES.update({
 GRADE_MANY = '''
 import json, sys
 from autograder.grading import run as grading; from autograder.sandbox import zygote
+from autograder import contract
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-zygote.start()
+JOBS = json.load(sys.stdin)
+zygote.start({contract.step_for_stem(stem).framework for _folder, stem in JOBS})     # this group's framework only
 out = {}
 GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in json.load(sys.stdin):
+for folder, stem in JOBS:
     report = GRADER.grade(folder, steps=[stem])
     out[folder] = [{"number": c.number, "score": c.score, "max_score": c.max_score, "status": c.status,
                     "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
