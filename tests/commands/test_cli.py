@@ -152,10 +152,20 @@ def test_grade_starts_the_zygotes_of_the_steps_it_grades_only(tmp_path):
         assert got == {"code": 0, "zygotes": zygotes}, args
 
 
-def test_the_warm_command_line_prints_writes_and_exits_as_a_fresh_one(tmp_path, warm_cli):
+def test_the_warm_command_line_prints_writes_and_exits_as_a_fresh_one(tmp_path):
     """The tests' warm `python -m autograder` (tests/harness/warm_cli.py, through entry.run) gives
     what a fresh process gives, byte for byte: a graded folder in Chinese with a feedback page, a
-    refusal, argparse's own error; and a changed environment is never run warm."""
+    refusal, argparse's own error; and a changed environment is never run warm. A server of its
+    own, started here: the worker's (conftest's warm_cli) may have seen its environment change."""
+    from harness.warm_cli import WarmCli
+    warm_cli = WarmCli(tmp_path / "server")
+    try:
+        _compare_warm_and_fresh(tmp_path, warm_cli)
+    finally:
+        warm_cli.close()
+
+
+def _compare_warm_and_fresh(tmp_path, warm_cli):
     import os
     runs, before = {}, warm_cli.count
     for how, warm in (("fresh", None), ("warm", warm_cli)):
@@ -172,8 +182,15 @@ def test_the_warm_command_line_prints_writes_and_exits_as_a_fresh_one(tmp_path, 
     assert [runs["fresh", i][0] for i in range(3)] == [0, 2, 2] and runs["fresh", 0][3]
     assert "学生" in runs["fresh", 0][1] or "步" in runs["fresh", 0][1]
     assert warm_cli.usable()
-    os.environ["ATTENTION_KIT_WARM_CLI_PROBE"] = "1"
+    # what the worker's own libraries set (Dask's nanny, threadpoolctl, the kit's thread counts) keeps
+    # it warm; anything else sends the command line to a fresh process
+    from harness.warm_cli import NOT_THE_TESTS
+    saved = dict(os.environ)
     try:
+        os.environ.update({name: "42" for name in NOT_THE_TESTS})
+        assert warm_cli.usable(), warm_cli.why_not()
+        os.environ["ATTENTION_KIT_WARM_CLI_PROBE"] = "1"
         assert not warm_cli.usable()
     finally:
-        del os.environ["ATTENTION_KIT_WARM_CLI_PROBE"]
+        os.environ.clear()
+        os.environ.update(saved)

@@ -54,10 +54,20 @@ for line in sys.stdin:
 '''
 
 TIMEOUT = 900       # as run_grader's: far above any grading on a busy machine
-# Set in the test process by others than the tests, and read by no command line: pytest's name of
-# the running test, and threadpoolctl's permission for a second OpenMP runtime (set once it has
-# looked at the math libraries, in the grader as in the tests' process)
-NOT_THE_TESTS = {"PYTEST_CURRENT_TEST", "KMP_DUPLICATE_LIB_OK"}
+# Set in a test worker's environment by what runs in it, not by the tests, and no different for a
+# command line whether it runs warm or fresh (seen in a full run, where they sent every later
+# command line of that worker to a fresh process):
+NOT_THE_TESTS = {
+    "PYTEST_CURRENT_TEST",          # pytest: the running test's name
+    "KMP_DUPLICATE_LIB_OK",         # threadpoolctl, once it has looked at the math libraries
+    # the command line sets these itself to 1 (entry.run), in a fresh process as in the warm one; a
+    # test that runs the kit's code in the worker sets them in the worker's environment
+    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    # Dask's nanny, for the workers it spawns (a LocalCluster in test_batch's Dask path): malloc's
+    # trim threshold, a fixed hash seed (no check depends on hashing: every check is
+    # deterministic), its process title's parent
+    "MALLOC_TRIM_THRESHOLD_", "PYTHONHASHSEED", "__DASK_PARENT_PID",
+}
 
 
 def environment():
