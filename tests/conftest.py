@@ -1,7 +1,5 @@
 """Shared helpers: grade a submission through the real command line, once per session."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,12 +15,8 @@ def run_grader(submission, tmp_path, *extra, warm=None):
     # a call limit far above honest work on a busy machine (a test about time limits gives its own,
     # which comes later and wins)
     argv = ["grade", str(submission), "--results", str(results), "--call-timeout", "120", *extra]
-    if warm is not None:
-        code, output = warm.run(argv)
-    else:
-        proc = subprocess.run([sys.executable, "-m", "autograder", *argv], cwd=ROOT, capture_output=True, text=True,
-                              timeout=900)
-        code, output = proc.returncode, proc.stdout + proc.stderr
+    from harness import warm_cli
+    code, output = warm_cli.fresh(argv) if warm is None else warm.run(argv)
     data = json.loads(results.read_text()) if results.exists() else None
     return code, output, data
 

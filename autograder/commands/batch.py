@@ -454,7 +454,7 @@ class LocalPool:
         self._cf = concurrent.futures
         self.pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=jobs, mp_context=multiprocessing.get_context("spawn"), initializer=warm_up,
-            initargs=(None if frameworks is None else tuple(frameworks),))
+            initargs=(frameworks,))
 
     def submit(self, fn, *args):
         return self.pool.submit(fn, *args)

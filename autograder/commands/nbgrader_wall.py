@@ -146,19 +146,17 @@ def warm_children(frameworks):
     torch zygote (some 1.5 s of CPU). They warm up while the first student kernel runs; they exit
     when nbgrader does (stopped at exit, or their control socket closing when it is killed).
     ATTENTION_KIT_WARM=0 (or an NVIDIA GPU) keeps a fresh child per step."""
-    global _stop_registered
     from autograder.sandbox import zygote
     wanted = tuple(f for f in zygote.FRAMEWORKS if f in frameworks and f not in _warm_started)
     if not wanted:
         return
+    if not _warm_started:
+        atexit.register(zygote.stop)        # once; with no zygote running (warm starts off) it does nothing
     _warm_started.update(wanted)
-    if zygote.start_unless_disabled(wanted) and not _stop_registered:
-        _stop_registered = True
-        atexit.register(zygote.stop)
+    zygote.start_unless_disabled(wanted)
 
 
 _warm_started = set()       # the frameworks whose zygotes were asked for
-_stop_registered = False
 
 
 def _notebook_step(nb):

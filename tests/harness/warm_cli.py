@@ -70,6 +70,13 @@ NOT_THE_TESTS = {
 }
 
 
+def fresh(argv):
+    """(exit code, stdout + stderr) of `python -m autograder *argv` in a fresh process, from ROOT."""
+    proc = subprocess.run([sys.executable, "-m", "autograder", *map(str, argv)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=TIMEOUT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
 def environment():
     return {k: v for k, v in os.environ.items() if k not in NOT_THE_TESTS}
 
@@ -108,9 +115,7 @@ class WarmCli:
         in a fresh process (self.fresh counts those)."""
         if not self.usable():
             self.fresh += 1
-            proc = subprocess.run([sys.executable, "-m", "autograder", *map(str, argv)], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=TIMEOUT)
-            return proc.returncode, proc.stdout + proc.stderr
+            return fresh(argv)
         with self.lock:
             return self._run_warm(argv)
 
