@@ -18,11 +18,14 @@ from autograder.checks.expect import (CheckFailed, check, expect_array, expect_c
                                       expect_full_precision, expect_pair, expect_seq, expect_shape, fail, gpu_usable,
                                       named_on_evidence)
 from autograder.checks.inputs import randn, rounded
+from autograder.checks.memo import Remembering, remembered
 from autograder.child import meters
 from autograder.i18n import _
-from autograder.reference.decoder import decoder_block as known
+from autograder.reference.decoder import decoder_block as _known
 from autograder.sandbox.protocol import Seq, encode_value
 from solutions.decoder import step03_decoder_block as ref
+
+known = Remembering(_known)     # the references' answers, remembered for the next submission
 
 STEP = "03_decoder_block"
 B, T, D, H, KV, HID = 2, 6, 24, 4, 2, 40
@@ -275,6 +278,7 @@ def _decode_flops(student, what, n):
     return flops([n, 1], x) - flops([n], x[:, :n])
 
 
+@remembered          # a count of the reference's, the same for every submission
 def _reference_decode_flops(n):
     params, x = _cost_case(1, n + 1, "3.8 decode")
     mod = ref.DecoderBlock(C_D, C_H, C_KV, C_HID).double()
@@ -291,6 +295,7 @@ def _reference_decode_flops(n):
     return meters.flops_of(run, [n, 1]) - meters.flops_of(run, [n])
 
 
+@remembered          # a count of the reference's, the same for every submission
 def _one_token_flops():
     """One block's work on one token, counted: the reference without a cache on x of one token."""
     params, x = _cost_case(1, 1, "3.8 decode")

@@ -1,5 +1,6 @@
 """memo.remembered: a reference's answer is reused for the same question only, always as a copy."""
 import numpy as np
+import pytest
 import torch
 
 from autograder.checks import memo
@@ -77,3 +78,48 @@ def test_the_reference_flops_are_counted_even_through_a_remembering_wrapper():
     ref.multi_head_attention(x, *Ws, 2)                 # now in memory
     assert complexity.reference_flops(ref.multi_head_attention, x, *Ws, 2) == \
         complexity.reference_flops.__wrapped__(step06_multi_head.multi_head_attention, x, *Ws, 2) > 0
+
+
+# ------------------------------------------------------------------ the suites that ask through memory
+# the decoder's suites and RoPE's (issue 27): their known mistakes (reference/decoder/, reference/modern/rope.py)
+# and the reference's counted costs were computed afresh for every submission, some 1.5 s of a decoder's 9
+REMEMBERING = {"01_rmsnorm": (), "02_swiglu": (), "03_decoder_block": ("_reference_decode_flops", "_one_token_flops"),
+               "04_model": ("_reference_decode_flops",), "05_generation": ("_reference_generate_flops",),
+               "06_training": (), "04_rope": ()}
+
+
+def _suite(stem):
+    """A hidden suite as a module, loaded from its file (as the grader's pytest does), for its helpers."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(memo.__file__).resolve().parents[1] / "suites" / f"step{stem}.py"
+    spec = importlib.util.spec_from_file_location(f"memo_suite_{stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("stem", sorted(REMEMBERING))
+def test_the_suite_asks_its_known_mistakes_and_costs_through_memory(stem):
+    suite = _suite(stem)
+    assert isinstance(suite.known, memo.Remembering)
+    assert suite.known._module.__name__.startswith("autograder.reference.")
+    for name in REMEMBERING[stem]:
+        assert hasattr(getattr(suite, name), "__wrapped__"), f"{stem}: {name} is not remembered"
+
+
+def test_a_second_submission_of_the_decoder_gets_the_references_answers_from_memory(monkeypatch):
+    """Step 5's generate: the reference runs for the first question only; the answer is the same array."""
+    suite = _suite("05_generation")
+    calls = []
+    real = suite.known._module.generate
+    monkeypatch.setattr(suite.known._module, "generate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    suite.known.__dict__.pop("generate", None)          # wrapped afresh, around the counter
+    prompts = suite._prompts("5.5")[0]
+    first = suite.known.generate(suite._params("5.5"), suite.CONFIG, prompts, max_new_tokens=3)
+    again = suite.known.generate(suite._params("5.5"), suite.CONFIG, prompts.copy(), max_new_tokens=3)
+    assert len(calls) == 1 and np.array_equal(first, again) and first is not again
+    suite.known.generate(suite._params("5.5"), suite.CONFIG, prompts, max_new_tokens=4)     # another question
+    assert len(calls) == 2
+    flops = suite._reference_generate_flops(4)
+    assert flops > 0 and suite._reference_generate_flops(4) == flops
