@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from autograder.checks import memo
+from harness.suites import load_suite
 
 
 def counting(fn):
@@ -88,20 +89,9 @@ REMEMBERING = {"01_rmsnorm": (), "02_swiglu": (), "03_decoder_block": ("_referen
                "06_training": (), "04_rope": ()}
 
 
-def _suite(stem):
-    """A hidden suite as a module, loaded from its file (as the grader's pytest does), for its helpers."""
-    import importlib.util
-    from pathlib import Path
-    path = Path(memo.__file__).resolve().parents[1] / "suites" / f"step{stem}.py"
-    spec = importlib.util.spec_from_file_location(f"memo_suite_{stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("stem", sorted(REMEMBERING))
 def test_the_suite_asks_its_known_mistakes_and_costs_through_memory(stem):
-    suite = _suite(stem)
+    suite = load_suite(stem, "memo_suite")
     assert isinstance(suite.known, memo.Remembering)
     assert suite.known._module.__name__.startswith("autograder.reference.")
     for name in REMEMBERING[stem]:
@@ -110,7 +100,7 @@ def test_the_suite_asks_its_known_mistakes_and_costs_through_memory(stem):
 
 def test_a_second_submission_of_the_decoder_gets_the_references_answers_from_memory(monkeypatch):
     """Step 5's generate: the reference runs for the first question only; the answer is the same array."""
-    suite = _suite("05_generation")
+    suite = load_suite("05_generation", "memo_suite")
     calls = []
     real = suite.known._module.generate
     monkeypatch.setattr(suite.known._module, "generate", lambda *a, **k: calls.append(1) or real(*a, **k))

@@ -6,7 +6,6 @@ softmax that skips the max subtraction in one dtype is named `softmax-unstable`.
 cases run only on CUDA inside the grader (0 points); here their helpers run on the CPU, in float16
 and bfloat16, against correct code and a softmax without the max subtraction.
 """
-import importlib.util
 import json
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from autograder.checks.student import Student
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.step_child import StepChild
 from conftest import ROOT
+from harness.suites import load_suite
 
 # the suites' @check marker is registered by the grader's own pytest run, not by this one
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
@@ -117,14 +117,6 @@ def test_unstable_code_loses_exactly_the_stability_point(graded, label, stem, co
 
 
 # ------------------------------------------------------------------ the CUDA half-precision cases, on the CPU
-def _suite(stem):
-    """A hidden suite as a module, for its helpers."""
-    spec = importlib.util.spec_from_file_location(f"suite_{stem}", ROOT / "autograder" / "suites" / f"step{stem}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _student(tmp_path, stem, code):
     path = tmp_path / f"{stem}.py"
     path.write_text(code)
@@ -152,7 +144,7 @@ def _outcome(run):
 
 @pytest.mark.parametrize("label", sorted(CODE6))
 def test_step6_half_precision_large_scores(tmp_path, label):
-    suite = _suite("06_multi_head")
+    suite = load_suite("06_multi_head")
     student = _student(tmp_path, "06_multi_head", CODE6[label])
     try:
         for dtype, key in zip(HALF, ("6.9 large", "6.10 large")):
@@ -169,7 +161,7 @@ def test_step6_half_precision_large_scores(tmp_path, label):
 @pytest.mark.parametrize("label", sorted(CODE7))
 def test_step7_half_precision_large_scores(tmp_path, label):
     assert CODE7["naive"] != CODE7["reference"]       # the replacement above found its target
-    suite = _suite("07_full_module")
+    suite = load_suite("07_full_module")
     student = _student(tmp_path, "07_full_module", CODE7[label])
     try:
         for dtype, key in zip(HALF, ("7.10 large", "7.11 large")):
