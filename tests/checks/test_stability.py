@@ -18,7 +18,7 @@ from autograder.checks.expect import CheckFailed
 from autograder.checks.student import Student
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.step_child import StepChild
-from conftest import ROOT
+from conftest import ROOMY_SECONDS, ROOT
 from harness.suites import load_suite
 
 # the suites' @check marker is registered by the grader's own pytest run, not by this one
@@ -120,7 +120,7 @@ def test_unstable_code_loses_exactly_the_stability_point(graded, label, stem, co
 def _student(tmp_path, stem, code):
     path = tmp_path / f"{stem}.py"
     path.write_text(code)
-    return Student(StepChild(contract.step_for_stem(stem), path, Limits()))
+    return Student(StepChild(contract.step_for_stem(stem), path, Limits(call_seconds=ROOMY_SECONDS)))
 
 
 HALF = ("float16", "bfloat16")

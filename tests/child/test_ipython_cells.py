@@ -14,7 +14,7 @@ from autograder import contract
 from autograder.checks.student import Student
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.step_child import StepChild
-from conftest import ROOT, run_grader
+from conftest import ROOMY_SECONDS, ROOT, run_grader
 
 SOFTMAX = contract.step_for_stem("04_softmax")
 GOOD = ("import numpy as np\n"
@@ -77,7 +77,7 @@ def ipython_notebook(solution, names, wrap):
 def test_every_construct_is_understood_as_jupyter_does_and_side_effects_are_neutralised(tmp_path):
     path = tmp_path / "04_softmax.ipynb"
     path.write_text(ipython_notebook(GOOD, ["softmax"], "%%time"))
-    s = StepChild(SOFTMAX, path, Limits())
+    s = StepChild(SOFTMAX, path, Limits(call_seconds=ROOMY_SECONDS))
     try:
         got = Student(s).call("softmax", np.zeros((2, 3)))
         assert np.allclose(got.array, 1 / 3)              # the solution, not a draft
@@ -105,7 +105,7 @@ def test_values_that_magics_give_are_the_ones_jupyter_gives(tmp_path):
                                         "    return _s(x, axis) + 0 * len(_label + _doc) + 0 * _total "
                                         "+ (_w == 43 and cap.stdout == 'inside\\n' and len(files) == 0) - 1\n"),
                               code_cell("files = !ls\n")]))
-    s = StepChild(SOFTMAX, path, Limits())
+    s = StepChild(SOFTMAX, path, Limits(call_seconds=ROOMY_SECONDS))
     try:
         got = Student(s).call("softmax", np.zeros((2, 3)))
         assert np.allclose(got.array, 1 / 3), got.array      # True - 1 == 0: every value as Jupyter has it
@@ -116,7 +116,7 @@ def test_values_that_magics_give_are_the_ones_jupyter_gives(tmp_path):
 def test_a_syntax_error_is_still_the_students_own(tmp_path):
     path = tmp_path / "04_softmax.ipynb"
     path.write_text(notebook([code_cell(GOOD), code_cell("def oops(:\n    pass\n")]))
-    s = StepChild(SOFTMAX, path, Limits())
+    s = StepChild(SOFTMAX, path, Limits(call_seconds=ROOMY_SECONDS))
     try:
         Student(s).call("softmax", np.zeros((2, 3)))
         assert [e["type"] for e in s.cell_errors] == ["SyntaxError"]

@@ -12,16 +12,19 @@ from autograder.sandbox.limits import Limits
 from autograder.sandbox.problems import NotDefined, StudentCrashed, StudentRaised, StudentTimedOut
 from autograder.sandbox.step_child import StepChild
 # at collection: a test that grades a broken suite leaves that suite's conftest in sys.modules
-from conftest import ROOT, run_grader
+from conftest import ROOMY_SECONDS, ROOT, run_grader
 
 SOFTMAX = contract.step_for_stem("04_softmax")
 GOOD = "import numpy as np\ndef softmax(x, axis=-1):\n    e = np.exp(x - x.max(axis, keepdims=True))\n    return e / e.sum(axis, keepdims=True)\n"
 
 
 def session(tmp_path, code, **limits):
+    """A child of step 4 on `code`. Unless a test is about the call limit (and sets it), the limit is
+    far above honest need on a loaded machine: a grad request makes this numpy child import torch
+    (a default 20 s ran out there, issue 27)."""
     path = tmp_path / "04_softmax.py"
     path.write_text(code)
-    return StepChild(SOFTMAX, path, Limits(**limits))
+    return StepChild(SOFTMAX, path, Limits(**{"call_seconds": ROOMY_SECONDS, **limits}))
 
 
 def call(s, *args):
@@ -207,7 +210,7 @@ def test_a_module_grad_target_with_a_cache_differentiates_every_chunk_through_on
     outputs are the chunks' (one cotangent each), and the gradients flow through what the cache holds."""
     import torch
     (tmp_path / "05_kv_cache.py").write_text(CACHED)
-    s = StepChild(contract.step_for_stem("05_kv_cache"), tmp_path / "05_kv_cache.py", Limits())
+    s = StepChild(contract.step_for_stem("05_kv_cache"), tmp_path / "05_kv_cache.py", Limits(call_seconds=ROOMY_SECONDS))
     rng = np.random.default_rng(0)
     x, w = rng.standard_normal((1, 3, 2)), rng.standard_normal((2, 2))
     cot = [rng.standard_normal((1, n, 2)) for n in (2, 1)]
@@ -283,7 +286,7 @@ def test_a_steps_child_imports_are_imported_once_in_the_zygote_and_inherited(tmp
     zygote.start(("torch",))
     try:
         for label, which in (("none", dataclasses.replace(step, child_imports=())), ("named", step)):
-            s = StepChild(which, probe, Limits())
+            s = StepChild(which, probe, Limits(call_seconds=ROOMY_SECONDS))
             try:
                 seen[label] = float(Student(s).call("lm_loss", np.zeros((1, 2, 3)), np.zeros((1, 2), np.int64)).array)
             finally:
