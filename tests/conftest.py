@@ -8,6 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # the call limit of a child a test builds for anything but the limit itself: far above honest need on a
 # loaded machine (a child's first torch import and autograd), so no verdict depends on speed (issue 27)
 ROOMY_SECONDS = 120.0
+ROOMY_TIMEOUT = ("--call-timeout", f"{ROOMY_SECONDS:g}")     # the same, on `grade`'s command line
 
 
 def run_grader(submission, tmp_path, *extra, warm=None):
@@ -17,7 +18,7 @@ def run_grader(submission, tmp_path, *extra, warm=None):
     results = Path(tmp_path) / "results.json"
     # a call limit far above honest work on a busy machine (a test about time limits gives its own,
     # which comes later and wins)
-    argv = ["grade", str(submission), "--results", str(results), "--call-timeout", "120", *extra]
+    argv = ["grade", str(submission), "--results", str(results), *ROOMY_TIMEOUT, *extra]
     from harness import warm_cli
     code, output = warm_cli.fresh(argv) if warm is None else warm.run(argv)
     data = json.loads(results.read_text()) if results.exists() else None

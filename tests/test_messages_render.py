@@ -13,13 +13,14 @@ code's fault)" and loses the step's feedback. Three nets:
 """
 import ast
 import string
-from conftest import ROOT  # at collection: a suite graded later puts its own conftest in sys.modules
+from conftest import ROOT  # noqa: F401 (at collection: a suite graded later puts its own conftest in sys.modules)
 
 import numpy as np
 import pytest
 
 from autograder import i18n
 from autograder.i18n import Message, _, concat, from_data, render, to_data
+from harness.grade_many import grade_many
 from harness.messages import MODULES, MSGIDS
 
 INTEGER_SPECS = set("bcdoxXn")
@@ -220,62 +221,23 @@ def garbage_source(step, kind):
     return "\n".join(out)
 
 
-GRADE_AND_RENDER = '''
-import json, sys
-from autograder import i18n
-from autograder import contract
-from autograder.grading import run as grading; from autograder.sandbox import zygote
-JOBS = json.load(sys.stdin)
-zygote.start({contract.step_for_stem(stem).framework for _folder, stem in JOBS})     # this group's framework only
-out = {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in JOBS:
-    report = GRADER.grade(folder, steps=[stem])
-    rendered = []
-    for s in report.steps:
-        for c in s.checks:
-            texts = {}
-            for lang in i18n.LANGUAGES:
-                try:
-                    texts[lang] = i18n.render(c.output, lang)
-                except Exception as exc:
-                    texts[lang] = "RENDER FAILED: %r" % exc
-            rendered.append({"number": c.number, "status": c.status, **texts})
-    out[folder] = {"checks": rendered, "internal_errors": report.internal_errors if hasattr(report, "internal_errors") else 0}
-zygote.stop()
-json.dump(out, sys.stdout)
-'''
-
-
 def test_every_step_answering_wrong_in_every_way_gets_messages_that_render_in_both_languages(tmp_path):
     """Each step's API answering None, raising, a wrong shape, NaN, a tuple of odd things: every
     check fails (or passes) with a message that renders in English and Chinese; no check reaches
     the student as the grader's internal error."""
-    import json
-    import subprocess
-    import sys
-
     from autograder import contract
-    groups = {"numpy": [], "torch": []}
+    jobs = []
     for step in contract.ALL_STEPS:
         for kind in GARBAGE:
             folder = tmp_path / f"{step.stem}-{kind}"
             folder.mkdir()
             (folder / f"{step.stem}.py").write_text(garbage_source(step, kind))
-            groups[step.framework].append((str(folder), step.stem))
-    procs = [subprocess.Popen([sys.executable, "-c", GRADE_AND_RENDER], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
-    results, stderr = {}, ""
-    for proc, group in zip(procs, groups.values()):
-        out, err = proc.communicate(json.dumps(group), timeout=1200)
-        assert proc.returncode == 0, err[-3000:]
-        results.update(json.loads(out))
-        stderr += err
-    problems = []
-    for folder, graded in results.items():
-        for c in graded["checks"]:
-            for lang in i18n.LANGUAGES:
-                if "RENDER FAILED" in c[lang] or "internal error" in c["en"]:
-                    problems.append(f"{folder.rsplit('/', 1)[-1]} {c['number']} {lang}: {c[lang][:300]}")
-    assert not problems, "\n".join(problems) + "\n" + stderr[-3000:]
-    assert sum(len(g["checks"]) for g in results.values()) > 13 * len(GARBAGE) * 5
+            jobs += [(folder, step.stem, lang) for lang in i18n.LANGUAGES]
+    problems, count = [], 0
+    for (folder, _stem, lang), checks in zip(jobs, grade_many(jobs, processes=2)):
+        count += len(checks)
+        for c in checks:
+            if "RENDER FAILED" in c["output"] or "internal error" in c["output"]:
+                problems.append(f"{folder.name} {c['number']} {lang}: {c['output'][:300]}")
+    assert not problems, "\n".join(problems)
+    assert count > 13 * len(GARBAGE) * 5 * len(i18n.LANGUAGES)

@@ -7,16 +7,14 @@ gradient check says then. Each is a .py step file graded alone (`grading.grade(f
 steps=[stem])`), in two fresh processes (pytest inside pytest is avoided, as in
 test_misconception_catalogue.py).
 """
-import json
 import shutil
-import subprocess
-import sys
 from string import Template
 
 import pytest
 
 from autograder.reference import misconceptions
 from conftest import ROOT
+from harness.grade_many import grade_many, summary as _summary
 
 GRADIENT_CHECK = {"06_multi_head": "6.13", "07_full_module": "7.14"}    # the one check each case may fail
 
@@ -147,21 +145,6 @@ BROKEN7 = [
 ]
 
 # ------------------------------------------------------------------ grading them all, once
-GRADE_MANY = '''
-import json, sys
-from autograder.grading import run as grading
-from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-out = {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in json.load(sys.stdin):
-    report = GRADER.grade(folder, steps=[stem])
-    out[folder] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                    "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
-                   for s in report.steps for c in s.checks]
-json.dump(out, sys.stdout)
-'''
-
-
 def _jobs():
     """{(label, stem): source}: every case above, the references and the unusual-style samples."""
     jobs = {}
@@ -190,20 +173,7 @@ def graded(tmp_path_factory):
     shutil.copytree(folders[BROKEN6[0][0], "06_multi_head"], again)
     folders["again", "06_multi_head"] = str(again)
     # two processes, half the submissions each: the two cores grade side by side
-    jobs = [(f, s) for (_, s), f in folders.items()]
-    groups = [jobs[0::2], jobs[1::2]]
-    procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
-    results = {}
-    for proc, group in zip(procs, groups):
-        out, err = proc.communicate(json.dumps(group), timeout=600)
-        assert proc.returncode == 0, err
-        results.update(json.loads(out))
-    return {key: results[folder] for key, folder in folders.items()}
-
-
-def _summary(checks):
-    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:400]}" for c in checks)
+    return dict(zip(folders, grade_many([(f, s) for (_, s), f in folders.items()], processes=2)))
 
 
 def _expect_only_the_gradient_check_fails(checks, stem, mid, words):

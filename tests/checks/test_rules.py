@@ -16,7 +16,8 @@ import pytest
 
 from autograder import contract
 from autograder.checks import complexity
-from conftest import ROOT
+from conftest import ROOMY_SECONDS, ROOT
+from harness.grade_many import grade_many, summary as _summary
 
 # ------------------------------------------------------------------ correct code, in other styles
 CORRECT = {
@@ -293,54 +294,19 @@ BROKEN = {
 }
 
 # ------------------------------------------------------------------ grading every case, once
-GRADE_MANY = '''
-import json, sys
-from autograder import contract
-from autograder.grading import run as grading; from autograder.sandbox import zygote
-JOBS = json.load(sys.stdin)
-zygote.start({contract.step_for_stem(stem).framework for _folder, stem in JOBS})     # this group's framework only
-from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-out = {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in JOBS:
-    report = GRADER.grade(folder, steps=[stem])
-    out[folder] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                    "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
-                   for s in report.steps for c in s.checks]
-zygote.stop()
-json.dump(out, sys.stdout)
-'''
-
-
-def _write(root, label, stem, code):
-    folder = root / label
-    folder.mkdir()
-    (folder / f"{stem}.py").write_text(textwrap.dedent(code).lstrip())
-    return str(folder)
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{label: [check dicts]} for every case above."""
     root = tmp_path_factory.mktemp("rules")
     cases = {label: (stem, code) for label, (stem, code) in CORRECT.items()}
     cases.update({label: (stem, code) for label, (stem, code, *_rest) in BROKEN.items()})
-    folders = {label: (_write(root, label, stem, code), stem) for label, (stem, code) in cases.items()}
+    jobs = []
+    for label, (stem, code) in cases.items():
+        (root / label).mkdir()
+        (root / label / f"{stem}.py").write_text(textwrap.dedent(code).lstrip())
+        jobs.append((root / label, stem))
     # numpy steps in one process, torch steps in another: the two cores grade side by side
-    groups = [[f for f in folders.values() if contract.step_for_stem(f[1]).framework == fw]
-              for fw in ("numpy", "torch")]
-    procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
-    results = {}
-    for proc, group in zip(procs, groups):
-        out, err = proc.communicate(json.dumps(group), timeout=600)
-        assert proc.returncode == 0, err
-        results.update(json.loads(out))
-    return {label: results[folder] for label, (folder, _) in folders.items()}
-
-
-def _summary(checks):
-    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:400]}" for c in checks)
+    return dict(zip(cases, grade_many(jobs, processes=2)))
 
 
 @pytest.mark.parametrize("label", sorted(CORRECT))
@@ -419,11 +385,12 @@ REPEAT = '''
 import json, sys
 from autograder.grading import run as grading; from autograder.sandbox import zygote
 from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
+from autograder.sandbox.limits import Limits
 zygote.start()
 grader = grading.Grader()
 runs = []
 for _ in range(20):
-    report = grader.grade(sys.argv[1], steps=sys.argv[2].split(","))
+    report = grader.grade(sys.argv[1], Limits(call_seconds=float(sys.argv[3])), sys.argv[2].split(","))
     runs.append([(c.number, c.status, c.score, check_text(c, s.step.framework), c.misconceptions)
                  for s in report.steps for c in s.checks])
 grader.close()
@@ -441,7 +408,8 @@ def test_the_same_submission_graded_20_times_gets_identical_results(tmp_path):
         stem, code = cases[label]
         (tmp_path / f"{stem}.py").write_text(textwrap.dedent(code).lstrip())
     steps = "04_softmax,05_weighted_sum,06_multi_head"
-    proc = subprocess.run([sys.executable, "-c", REPEAT, str(tmp_path), steps], cwd=ROOT, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", REPEAT, str(tmp_path), steps, str(ROOMY_SECONDS)], cwd=ROOT,
+                          capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr
     runs = json.loads(proc.stdout)

@@ -6,9 +6,6 @@ softmax that skips the max subtraction in one dtype is named `softmax-unstable`.
 cases run only on CUDA inside the grader (0 points); here their helpers run on the CPU, in float16
 and bfloat16, against correct code and a softmax without the max subtraction.
 """
-import json
-import subprocess
-import sys
 from string import Template
 
 import pytest
@@ -19,10 +16,8 @@ from autograder.checks.student import Student
 from autograder.sandbox.limits import Limits
 from autograder.sandbox.step_child import StepChild
 from conftest import ROOMY_SECONDS, ROOT
+from harness.grade_many import grade_many, summary as _summary
 from harness.suites import load_suite
-
-# the suites' @check marker is registered by the grader's own pytest run, not by this one
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnknownMarkWarning")
 
 # ------------------------------------------------------------------ graded: 5.7 and 6.7
 STEP5 = Template('''
@@ -73,19 +68,6 @@ CASES = [
      "6.7", "softmax-unstable"),
     ("06-clamped", "06_multi_head", STEP6.substitute(softmax="torch.softmax(s.clamp(-60, 60), dim=-1)"), "6.7", None),
 ]
-GRADE_MANY = '''
-import json, sys
-from autograder.grading import run as grading
-from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-out = {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in json.load(sys.stdin):
-    report = GRADER.grade(folder, steps=[stem])
-    out[folder] = [{"number": c.number, "score": c.score, "max_score": c.max_score, "status": c.status,
-                    "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
-                   for s in report.steps for c in s.checks]
-json.dump(out, sys.stdout)
-'''
 
 
 @pytest.fixture(scope="module")
@@ -96,18 +78,14 @@ def graded(tmp_path_factory):
     for label, stem, code, *_ in CASES:
         (root / label).mkdir()
         (root / label / f"{stem}.py").write_text(code)
-        jobs.append((str(root / label), stem))
-    proc = subprocess.run([sys.executable, "-c", GRADE_MANY], cwd=ROOT, input=json.dumps(jobs),
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    results = json.loads(proc.stdout)
-    return {label: results[str(root / label)] for label, *_ in CASES}
+        jobs.append((root / label, stem))
+    return {label: checks for (label, *_), checks in zip(CASES, grade_many(jobs))}
 
 
 @pytest.mark.parametrize("label, stem, code, number, mid", CASES, ids=[c[0] for c in CASES])
 def test_unstable_code_loses_exactly_the_stability_point(graded, label, stem, code, number, mid):
     checks = graded[label]
-    summary = "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)
+    summary = _summary(checks)
     assert [c["number"] for c in checks if c["status"] != "passed"] == [number], summary
     failed = next(c for c in checks if c["number"] == number)
     assert sum(c["score"] for c in checks) == sum(c["max_score"] for c in checks) - failed["max_score"]

@@ -29,7 +29,7 @@ def graded(tmp_path, case_file, warm):
     else:
         correct = (ROOT / "samples" / "unusual_style" / f"{stem}.py").read_text()
         (sub / f"{stem}.py").write_text(correct + "\n\n" + case_file.read_text())
-    code, output, results = run_grader(sub, tmp_path, "--steps", stem, "--call-timeout", "60", warm=warm)
+    code, output, results = run_grader(sub, tmp_path, "--steps", stem, warm=warm)
     assert code == 0, output
     return stem, output, results
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOMY_TIMEOUT, ROOT
 from harness import meters
 
 ACCOUNTS = ROOT / "tests" / "sandbox" / "accounts.py"
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv")
                                 reason="makes an ordinary account: needs root and setpriv (CI runs as root)")
 
 
-def graded_as_user(case_file, steps=None, extra=("--call-timeout", "60")):
+def graded_as_user(case_file, steps=None, extra=ROOMY_TIMEOUT):
     """`grade` of the case as the ordinary account: (stem, output, results). `steps`: the other steps
     graded beside it, from samples/unusual_style."""
     home = Path(tempfile.mkdtemp(prefix="attention-kit-meters-user-"))
@@ -73,7 +73,7 @@ def test_as_an_ordinary_account_an_oversized_reply_gets_its_exact_outcome(case, 
     bytes twice), graded as the ordinary account beside four honest steps."""
     _stem, output, results = graded_as_user(meters.HOSTILE_REPLIES / f"{case}.04_softmax.py",
                                             meters.REPLY_STEPS,
-                                            ("--call-timeout", "30", "--memory-gib", "1"))
+                                            (*ROOMY_TIMEOUT, "--memory-gib", "1"))
     assert results["extra_data"]["isolation"]["mode"] == "userns"
     steps = results["extra_data"]["steps"]
     assert steps["04_softmax"]["score"] == score

@@ -18,12 +18,12 @@ import pytest
 
 from autograder import contract
 from autograder.commands import batch
-from conftest import ROOT
+from conftest import ROOMY_SECONDS, ROOMY_TIMEOUT, ROOT
 
 NUMPY = ["01_projection", "02_scores", "03_scaling", "04_softmax", "05_weighted_sum"]
 TORCH = ["06_multi_head", "07_full_module"]
 ALL = NUMPY + TORCH
-LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]   # far above honest calls on a busy machine
+LIMITS = [*ROOMY_TIMEOUT, "--memory-gib", "1"]   # far above honest calls on a busy machine
 # print_flood: 9, its 5 MB strings per call are over the memory allowance of 4.9 (tests/sandbox/test_hostile.py)
 HOSTILE = {"fork_bomb": 10, "os_exit_in_call": 0, "memory_hog": 0, "print_flood": 9, "signal_grader": 10,
            "segfault": 0}
@@ -206,7 +206,7 @@ def test_the_dask_path_gives_identical_results(klass, tmp_path):
         src = klass["root"] / (name + ".zip" if name.endswith("z") else name)
         (shutil.copy if src.is_file() else shutil.copytree)(src, small / src.name)
     from autograder.sandbox.limits import Limits
-    limits = Limits(call_seconds=60, memory_bytes=1 << 30)
+    limits = Limits(call_seconds=ROOMY_SECONDS, memory_bytes=1 << 30)
     with distributed.LocalCluster(processes=True, n_workers=2, threads_per_worker=1, host="127.0.0.1",
                                   dashboard_address=None) as cluster:
         outcomes = batch.grade_all(small, tmp_path / "out", limits, scheduler=cluster.scheduler_address)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOMY_TIMEOUT, ROOT
 
 LESSON = ROOT / "samples" / "lesson"
 
@@ -358,7 +358,7 @@ def test_an_interrupted_grade_is_one_line_and_writes_no_results(tmp_path):
         "main(sys.argv[1:])\n")
     env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"))
     done = subprocess.run([sys.executable, "-c", driver, "grade", str(sub), "--results", str(tmp_path / "r.json"),
-                           "--isolation", "process", "--call-timeout", "120"], cwd=ROOT, env=env,
+                           "--isolation", "process", *ROOMY_TIMEOUT], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     line = one_error_line(done.returncode, done.stdout, done.stderr, "interrupted", "details in", exit_code=130)
     assert not (tmp_path / "r.json").exists(), line

@@ -1,14 +1,5 @@
 """The catalogue's cases (tests/reference/test_misconception_catalogue.py): a correct template per step in another idiom than solutions/, and each catalogued mistake written into it. Read by the catalogue test, the visible-agree test and scripts/results_snapshot.py."""
-import json
-import subprocess
-import sys
 from string import Template
-
-import pytest
-
-from autograder import contract, i18n
-from autograder.reference import misconceptions
-from conftest import ROOT
 
 # ------------------------------------------------------------------ correct templates, one per step
 TEMPLATES = {
@@ -560,37 +551,3 @@ def source(stem, slots=None):
     code = template.pop("code")
     template.update(slots or {})
     return Template(code).substitute(template)
-
-
-# ------------------------------------------------------------------ grading every case, once
-GRADE_MANY = '''
-import json, sys
-from autograder import contract
-from autograder.sandbox import zygote
-JOBS = json.load(sys.stdin)
-# children forked warm, as `grade` does: each case costs no torch import. The zygotes of the jobs'
-# frameworks only: a process grades one framework's steps (a torch zygote costs some 1.5 s of CPU)
-zygote.start_unless_disabled({contract.step_for_stem(job[1]).framework for job in JOBS})
-from autograder import i18n; from autograder.grading import run as grading
-from autograder.sandbox.limits import Limits
-from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-out, reports = {}, {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem, lang in JOBS:
-    # graded once; each language is that one grading's messages rendered, as reports do
-    if (folder, stem) not in reports:
-        # a call limit far above what any case needs on a busy machine (a numpy step's case that imports
-        # torch in its call pays that import then): this file is about diagnoses, not time limits
-        reports[folder, stem] = GRADER.grade(folder, Limits(call_seconds=120), [stem])
-    report = reports[folder, stem]
-    with i18n.language(lang):
-        out[folder + "|" + lang] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                                     "status": c.status, "misconceptions": c.misconceptions,
-                                     "output": check_text(c, s.step.framework)}
-                                    for s in report.steps for c in s.checks]
-json.dump(out, sys.stdout)
-'''
-
-
-def _summary(checks):
-    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)

@@ -1,12 +1,4 @@
-"""Issue 14's mistakes as small student files (tests/suites/test_leniency_and_diagnoses.py), and the grading of many at once. Read by that test and by the visible-agree test."""
-import json
-import subprocess
-import sys
-import textwrap
-
-import pytest
-
-from autograder import contract
+"""Issue 14's mistakes as small student files (tests/suites/test_leniency_and_diagnoses.py). Read by that test and by the visible-agree test."""
 from conftest import ROOT
 
 CASES = {
@@ -181,31 +173,9 @@ CASES.update({
     """),
 })
 
-GRADE_MANY = '''
-import json, sys
-from autograder.grading import run as grading; from autograder.sandbox import zygote
-from autograder import contract
-from autograder.reports.text import check_text      # the message, then its diagnosis (as reports write it)
-JOBS = json.load(sys.stdin)
-zygote.start({contract.step_for_stem(stem).framework for _folder, stem in JOBS})     # this group's framework only
-out = {}
-GRADER = grading.Grader()      # warm: the suites collected once for every case (issue 27)
-for folder, stem in JOBS:
-    report = GRADER.grade(folder, steps=[stem])
-    out[folder] = [{"number": c.number, "score": c.score, "max_score": c.max_score, "status": c.status,
-                    "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
-                   for s in report.steps for c in s.checks]
-zygote.stop()
-json.dump(out, sys.stdout)
-'''
-
 
 def _failed(checks):
     return {n for n, c in checks.items() if c["status"] != "passed"}
-
-
-def _summary(checks):
-    return "\n".join(f"{n} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for n, c in checks.items())
 
 
 def _points_lost(checks):

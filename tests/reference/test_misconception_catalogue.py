@@ -14,46 +14,33 @@ two subprocesses (numpy steps, torch steps: one per core), and each case must:
 `samples/unusual_style` and the source notebooks (other correct styles) are checked for "no
 misconception" by tests/suites/test_samples.py.
 """
-import json
-import subprocess
-import sys
-from string import Template
-
 import pytest
 
 from autograder import contract, i18n
 from autograder.reference import misconceptions
-from conftest import ROOT
-from harness.catalogue import (CASES, GRADE_MANY, TEMPLATES, _summary, case_id, source)
+from harness.catalogue import CASES, TEMPLATES, case_id, source
+from harness.grade_many import grade_many, summary as _summary
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """{(label, stem): [check dicts]} for every case and every step's correct template."""
+    """{(label, stem): [check dicts]} for every case and every step's correct template, and
+    {(label, stem, "zh"): the same checks rendered in Chinese} for every case."""
     root = tmp_path_factory.mktemp("catalogue")
     jobs = {("correct", stem): source(stem) for stem in TEMPLATES}
     jobs.update({(case_id(c), c[1]): source(c[1], c[2]) for c in CASES})
-    folders = {}
+    keyed = []
     for i, ((label, stem), code) in enumerate(jobs.items()):
         folder = root / f"{i:02d}-{label}"
         folder.mkdir()
         (folder / f"{stem}.py").write_text(code)
-        folders[label, stem] = str(folder)
+        # every case also rendered in Chinese (the correct templates have no message to translate)
+        keyed.append(((label, stem), (folder, stem, "en")))
+        if label != "correct":
+            keyed.append(((label, stem, "zh"), (folder, stem, "zh")))
     # numpy steps in one process, torch steps in another: the two cores grade side by side
-    # every case also rendered in Chinese (the correct templates have no message to translate)
-    groups = [[(f, s, lang) for (label, s), f in folders.items() if contract.step_for_stem(s).framework == fw
-               for lang in (("en",) if label == "correct" else ("en", "zh"))]
-              for fw in ("numpy", "torch")]
-    procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
-    results = {}
-    for proc, group in zip(procs, groups):
-        out, err = proc.communicate(json.dumps(group), timeout=600)
-        assert proc.returncode == 0, err
-        results.update(json.loads(out))
-    # {(label, stem): English checks} and {(label, stem, "zh"): the same checks graded in Chinese}
-    return {**{key: results[folder + "|en"] for key, folder in folders.items()},
-            **{(*key, "zh"): results[folder + "|zh"] for key, folder in folders.items() if key[0] != "correct"}}
+    checks = grade_many([job for _key, job in keyed], processes=2)
+    return {key: found for (key, _job), found in zip(keyed, checks)}
 
 
 @pytest.mark.parametrize("stem", sorted(TEMPLATES))

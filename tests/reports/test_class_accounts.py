@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOMY_TIMEOUT, ROOT
 
 ACCOUNTS = ROOT / "tests" / "sandbox" / "accounts.py"
 USER = 54324
-LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]
+LIMITS = [*ROOMY_TIMEOUT, "--memory-gib", "1"]   # far above honest calls on a busy machine
 KINDS = ["root", "user"] if os.geteuid() == 0 and shutil.which("setpriv") else ["as is"]
 STEP = "04_softmax"
 DECOY = "def softmax(x, axis=-1):\n    return 'copied from a classmate'\n"

@@ -19,13 +19,13 @@ from urllib.parse import unquote
 import pytest
 
 from harness import class_maker  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import ROOMY_TIMEOUT, ROOT  # noqa: E402
 
 from autograder import i18n, submitted_files  # noqa: E402
 from autograder.reference import misconceptions  # noqa: E402
 from autograder.reports import class_view as class_report, similarity  # noqa: E402
 
-LIMITS = ["--call-timeout", "60", "--memory-gib", "1"]   # far above honest calls on a busy machine
+LIMITS = [*ROOMY_TIMEOUT, "--memory-gib", "1"]   # far above honest calls on a busy machine
 CHROMIUM = "/usr/bin/chromium"
 HOSTILE_NAME = '<img src=x onerror=alert(1)>"quoted"'
 CHINESE_NAME = "张伟"

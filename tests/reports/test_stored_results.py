@@ -15,7 +15,7 @@ import pytest
 from autograder.commands import batch
 from autograder.sandbox.limits import Limits
 from autograder.reports import stored
-from conftest import ROOT
+from conftest import ROOMY_SECONDS, ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +99,7 @@ def test_a_forged_classmate_report_is_graded_again_with_its_true_score(tmp_path,
     root, out = tmp_path / "class", tmp_path / "out"
     (root / "carol").mkdir(parents=True)
     shutil.copy(ROOT / "samples" / "lesson" / "04_softmax.py", root / "carol")
-    limits = Limits(call_seconds=30, memory_bytes=1 << 30)
+    limits = Limits(call_seconds=ROOMY_SECONDS, memory_bytes=1 << 30)
     first = batch.grade_all(root, out, limits, jobs=1)
     outcome, results = first["carol"]
     assert outcome == "graded" and results["score"] < results["extra_data"]["max_score"]

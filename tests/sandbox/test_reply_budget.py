@@ -168,7 +168,7 @@ def graded_with(tmp_path, case, warm):
     for stem in STEPS:
         shutil.copy(ROOT / "samples" / "unusual_style" / f"{stem}.py", sub)
     shutil.copy(HOSTILE / f"{case}.04_softmax.py", sub / "04_softmax.py")
-    code, output, results = run_grader(sub, tmp_path, "--steps", ",".join(STEPS), "--call-timeout", "30",
+    code, output, results = run_grader(sub, tmp_path, "--steps", ",".join(STEPS),
                                        "--memory-gib", "1", warm=warm)
     assert code == 0, output
     return results

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.sandbox import isolation
-from conftest import ROOT
+from conftest import ROOMY_TIMEOUT, ROOT
 
 MODE = isolation.strongest_available() or "refused"   # refused: no wall here (not root, no user namespaces)
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0 or MODE != "uid",
@@ -124,7 +124,7 @@ def test_a_special_step_file_is_refused_with_its_reason(case, tmp_path):
     make, phrase = SPECIAL[case]
     sub = honest_folder(tmp_path / "sub")
     make(sub)
-    results, out = grade(sub, tmp_path, "--call-timeout", "20")
+    results, out = grade(sub, tmp_path, *ROOMY_TIMEOUT)
     assert results["extra_data"]["steps"]["04_softmax"]["score"] == 0
     messages = step_outputs(results, "04_softmax")
     assert messages and all(phrase in m for m in messages), messages[:1]

@@ -11,9 +11,6 @@
 - the counted cost: the reference's decode step costs one block's work on one token plus the
   attention over the cached keys (multiply-adds counted, never timed).
 """
-import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,6 +21,7 @@ from autograder.child import meters
 from autograder.reference.decoder import decoder_block, rmsnorm, swiglu
 from harness.catalogue_decoder import CASES
 from conftest import ROOT
+from harness.grade_many import grade_many, summary as _summary
 from solutions.decoder import step01_rmsnorm, step02_swiglu, step03_decoder_block as step03
 
 STEMS = ("01_rmsnorm", "02_swiglu", "03_decoder_block")
@@ -157,36 +155,11 @@ def test_a_decode_step_costs_one_blocks_work_on_one_token_plus_the_attention():
 
 
 # ------------------------------------------------------------------ grading: masters, stubs
-GRADE = '''
-import json, sys
-from autograder.sandbox import zygote
-zygote.start_unless_disabled()
-from autograder.grading import run as grading
-from autograder.sandbox.limits import Limits
-from autograder.reports.text import check_text
-out = {}
-for label, path, stem in json.load(sys.stdin):
-    report = grading.grade(path, Limits(call_seconds=120), [stem])
-    out[label] = [{"number": c.number, "status": c.status, "score": c.score, "max_score": c.max_score,
-                   "misconceptions": c.misconceptions, "output": str(check_text(c, "torch"))}
-                  for s in report.steps for c in s.checks]
-json.dump(out, sys.stdout)
-'''
-
-
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    root = tmp_path_factory.mktemp("decoder")
-    jobs = [(f"master:{s}", str(ROOT / "source" / "decoder" / f"{s}.ipynb"), s) for s in STEMS]
-    jobs += [(f"stub:{s}", str(ROOT / "assignments" / "decoder" / f"{s}.ipynb"), s) for s in STEMS]
-    proc = subprocess.run([sys.executable, "-c", GRADE], cwd=ROOT, input=json.dumps(jobs), capture_output=True,
-                          text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
-
-
-def _summary(checks):
-    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)
+def graded():
+    jobs = {f"master:{s}": (ROOT / "source" / "decoder" / f"{s}.ipynb", s) for s in STEMS}
+    jobs.update({f"stub:{s}": (ROOT / "assignments" / "decoder" / f"{s}.ipynb", s) for s in STEMS})
+    return dict(zip(jobs, grade_many(list(jobs.values()))))
 
 
 @pytest.mark.parametrize("stem", STEMS)

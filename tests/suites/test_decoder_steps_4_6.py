@@ -5,55 +5,27 @@ fails the memory bound only. Graded in one subprocess (zygote-forked children), 
 Each named mistake of these steps (harness.decoder_cases), applied to the master's own code, is graded
 once, by tests/reference/test_misconception_catalogue.py with every other step's mistakes (exactly its id,
 exactly the checks listed failing, in English and in Chinese); this file checks that it is there."""
-import json
-import subprocess
-import sys
-
 import pytest
 
 from autograder import contract
 from autograder.reference import misconceptions
 from conftest import ROOT
-
 from harness.decoder_cases import CASES, HEAVY, STEMS, case_id, master_code, mutated  # noqa: F401
-
-
-GRADE = '''
-import json, sys
-from autograder.sandbox import zygote
-zygote.start_unless_disabled()
-from autograder.grading import run as grading
-from autograder.sandbox.limits import Limits
-from autograder.reports.text import check_text
-out = {}
-for label, path, stem in json.load(sys.stdin):
-    report = grading.grade(path, Limits(call_seconds=120), [stem])
-    out[label] = [{"number": c.number, "kind": c.kind, "score": c.score, "max_score": c.max_score,
-                   "status": c.status, "misconceptions": c.misconceptions, "output": check_text(c, s.step.framework)}
-                  for s in report.steps for c in s.checks]
-json.dump(out, sys.stdout)
-'''
+from harness.grade_many import grade_many, summary as _summary
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("decoder")
-    jobs = []
+    jobs = {}
     for stem in STEMS:
-        jobs.append((f"master-{stem}", str(ROOT / "source" / "decoder" / f"{stem}.ipynb"), stem))
-        jobs.append((f"stub-{stem}", str(ROOT / "assignments" / "decoder" / f"{stem}.ipynb"), stem))
+        jobs[f"master-{stem}"] = (ROOT / "source" / "decoder" / f"{stem}.ipynb", stem)
+        jobs[f"stub-{stem}"] = (ROOT / "assignments" / "decoder" / f"{stem}.ipynb", stem)
     stem, replacements = HEAVY[:2]
     (root / "heavy").mkdir()
     (root / "heavy" / f"{stem}.py").write_text(mutated(stem, replacements))
-    jobs.append(("heavy", str(root / "heavy" / f"{stem}.py"), stem))
-    proc = subprocess.run([sys.executable, "-c", GRADE], cwd=ROOT, input=json.dumps(jobs), capture_output=True,
-                          text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
-
-
-def _summary(checks):
-    return "\n".join(f"{c['number']} {c['status']} {c['misconceptions']}: {c['output'][:300]}" for c in checks)
+    jobs["heavy"] = (root / "heavy" / f"{stem}.py", stem)
+    return dict(zip(jobs, grade_many(list(jobs.values()))))
 
 
 @pytest.mark.parametrize("stem", STEMS)

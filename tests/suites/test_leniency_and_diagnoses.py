@@ -11,36 +11,29 @@ the message it is told.
 - float32 inside a float64 module: every float64 check fails, the gradient check included, naming it;
 - an error in a leftover cell reaches the student as a note, the score unchanged.
 """
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from autograder import contract
-from conftest import ROOT
-from harness.leniency import (CASES, GRADE_MANY, _failed, _points_lost, _summary)
+from harness.grade_many import grade_many, summary
+from harness.leniency import CASES, _failed, _points_lost
+
+
+def _summary(checks):
+    return summary(checks.values())
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """{label: {check number: check dict}} for every case, numpy and torch steps side by side."""
     root = tmp_path_factory.mktemp("audit")
-    folders = {}
+    jobs = []
     for label, (stem, code) in CASES.items():
         (root / label).mkdir()
         (root / label / f"{stem}.py").write_text(textwrap.dedent(code).lstrip())
-        folders[label] = (str(root / label), stem)
-    groups = [[f for f in folders.values() if contract.step_for_stem(f[1]).framework == fw] for fw in ("numpy", "torch")]
-    procs = [subprocess.Popen([sys.executable, "-c", GRADE_MANY], cwd=ROOT, stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in groups]
-    results = {}
-    for proc, group in zip(procs, groups):
-        out, err = proc.communicate(json.dumps(group), timeout=900)
-        assert proc.returncode == 0, err
-        results.update(json.loads(out))
-    return {label: {c["number"]: c for c in results[folder]} for label, (folder, _) in folders.items()}
+        jobs.append((root / label, stem))
+    results = grade_many(jobs, processes=2)
+    return {label: {c["number"]: c for c in checks} for label, checks in zip(CASES, results)}
 
 
 # ------------------------------------------------------------------ 1. a leniency matches its reason
