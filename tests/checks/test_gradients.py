@@ -3,9 +3,8 @@ the gradient check's point, and nothing else; correct code in several styles los
 
 Every broken submission here is right in its forward values (the other checks pass), so the
 gradient check is the only one that can tell; one more has a wrong forward, to show what the
-gradient check says then. Each is a .py step file graded alone (`grading.grade(folder,
-steps=[stem])`), in two fresh processes (pytest inside pytest is avoided, as in
-test_misconception_catalogue.py).
+gradient check says then. Each is a .py step file graded alone by the real grader, in
+two fresh processes at once (tests/harness/grade_many.py: pytest inside pytest is avoided).
 """
 import shutil
 from string import Template

@@ -4,8 +4,8 @@ For each rule, a submission that breaks it loses exactly the points of that rule
 nothing else; correct code in several styles loses nothing; a loop over heads is a note in step 6
 and costs the check in step 7; and the same submission graded 20 times gives identical results.
 
-Every case is one step file, graded alone (`grading.grade(folder, steps=[stem])`); the numpy
-cases and the torch cases are graded in two subprocesses side by side, once per test session.
+Every case is one step file, graded alone by the real grader (tests/harness/grade_many.py); the
+numpy cases and the torch cases are graded in two processes at once, once per test session.
 """
 import json
 import subprocess

@@ -2,8 +2,8 @@
 
 Each step has a correct template written in another idiom than solutions/ (einsum, tensordot,
 unflatten/flatten, a shared helper for both modules...). A case fills one or two of its `$slots`
-with the mistake. All cases are graded step by step (`grading.grade(folder, steps=[stem])`) in
-two subprocesses (numpy steps, torch steps: one per core), and each case must:
+with the mistake. All cases are graded step by step by the real grader (tests/harness/grade_many.py)
+in two processes at once (numpy steps, torch steps: one per core), and each case must:
 
 - be diagnosed with exactly its own id, and no other id anywhere in the step;
 - fail exactly the checks listed (so the step loses exactly those checks' points);

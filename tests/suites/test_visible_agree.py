@@ -15,7 +15,7 @@ agree for:
   tests/suites/test_samples.py) and the masters' own solution cells (both assignments);
 - the programs below (the issue's wrong programs, leniencies the grader grants, idioms it accepts)
   and issue 14's CASES (tests/harness/leniency.py), whose hidden verdict is graded here
-  (`grading.grade(folder, steps=[stem])`), and samples/lesson, graded here too (all of the first
+  (tests/harness/grade_many.py), and samples/lesson, graded here too (all of the first
   assignment).
 
 The demo cells are run too for the correct styles: they must not raise, and every correct style
