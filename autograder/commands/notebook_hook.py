@@ -174,5 +174,7 @@ def grade_step(stem, folder="."):
     """Grade `stem`.ipynb (or .py) in `folder`, in the course's language; print each check;
     return the step's points."""
     points, text, _diagnostics = step_outcome(stem, folder)
-    print(text)
+    # one write, so one stream output: print's text and its newline are two writes, which a busy
+    # kernel may send as two messages, and nbgrader keeps each as an output of its own
+    sys.stdout.write(text + "\n")
     return points
