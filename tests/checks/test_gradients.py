@@ -4,7 +4,8 @@ the gradient check's point, and nothing else; correct code in several styles los
 Every broken submission here is right in its forward values (the other checks pass), so the
 gradient check is the only one that can tell; one more has a wrong forward, to show what the
 gradient check says then. Each is a .py step file graded alone by the real grader, in
-two fresh processes at once (tests/harness/grade_many.py: pytest inside pytest is avoided).
+two of the test worker's warm grading processes at once (tests/harness/grade_many.py: pytest inside
+pytest is avoided).
 """
 import shutil
 from string import Template

@@ -72,7 +72,7 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    """{label: [check dicts]} for every case, graded in one fresh process."""
+    """{label: [check dicts]} for every case, graded in one of the worker's warm grading processes."""
     root = tmp_path_factory.mktemp("stability")
     jobs = []
     for label, stem, code, *_ in CASES:
