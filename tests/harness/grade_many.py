@@ -123,15 +123,7 @@ class _Server:
         """End the process (its loop ends with its input, and its zygotes with it), or kill it."""
         if self.log.closed:
             return
-        if kill and self.proc.poll() is None:
-            self.proc.kill()
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc.wait()
+        warm_cli.end(self.proc, grace=0 if kill else 60)
         self.replies.close()
         self.log.close()
         os.unlink(self.log_path)

@@ -137,12 +137,18 @@ class WarmCli:
         return (self.folder / "server.log").read_text(errors="replace")[-3000:]
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        end(self.proc)
         self.replies.close()
         self.log.close()
+
+
+def end(proc, grace=60):
+    """End a server that reads its requests from stdin (its loop ends with its input), killed
+    after `grace` seconds; also the grading harness's (tests/harness/grade_many.py)."""
+    if proc.poll() is None:
+        proc.stdin.close()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    proc.wait()
