@@ -184,7 +184,7 @@ def _compare_warm_and_fresh(tmp_path, warm_cli):
     assert warm_cli.usable()
     # what the worker's own libraries set (Dask's nanny, threadpoolctl, the kit's thread counts) keeps
     # it warm; anything else sends the command line to a fresh process
-    from harness.warm_cli import NOT_THE_TESTS
+    from harness.line_server import NOT_THE_TESTS
     saved = dict(os.environ)
     try:
         os.environ.update({name: "42" for name in NOT_THE_TESTS})

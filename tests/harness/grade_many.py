@@ -11,23 +11,19 @@ A folder graded in two languages is graded once and rendered twice, as the repor
 The grading processes are started once per test worker and kept for every later file (a process
 costs some 9 s of CPU on a slow machine before its first check: its interpreter, `import torch`, its
 pytest session and its zygotes, paid by each of these files before). A process serves one request
-at a time; one that died, or whose environment is no longer the worker's (warm_cli.environment),
-is replaced before the next request. The student code still runs only in the step children the
+at a time; one that died, or whose environment is no longer the worker's (line_server.environment),
+is replaced before the next request (harness/line_server.py). The student code still runs only in the step children the
 process forks from its zygotes, as `grade` runs it."""
 import atexit
-import json
 import os
-import select
-import subprocess
 import sys
 import tempfile
-import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from autograder import contract
-from conftest import ROOMY_SECONDS, ROOT
-from harness import warm_cli
+from conftest import ROOMY_SECONDS
+from harness.line_server import LineServer
 
 # a warm grading process: reads one request a line on stdin, {"seconds", "jobs": [[folder, stem,
 # lang], ...], "tolerant"}, and writes one reply a line on the pipe named by its argument:
@@ -86,47 +82,24 @@ class _Server:
     """One warm grading process (GRADE_SERVER), its stdout and stderr in a log file."""
 
     def __init__(self):
-        self.env = warm_cli.environment()
-        self.lock = threading.Lock()
-        fd, self.log_path = tempfile.mkstemp(prefix="grade-many-", suffix=".log")
+        fd, log_path = tempfile.mkstemp(prefix="grade-many-", suffix=".log")
         os.close(fd)
-        # the process appends; this side reads through its own handle (no shared offset to race on)
-        with open(self.log_path, "ab") as log:
-            read, write = os.pipe()
-            self.proc = subprocess.Popen([sys.executable, "-c", GRADE_SERVER, str(write)], cwd=ROOT, text=True,
-                                         stdin=subprocess.PIPE, stdout=log, stderr=log, pass_fds=(write,))
-            os.close(write)
-        self.log = open(self.log_path, "rb")
-        self.replies = os.fdopen(read, "r")
+        self.process = LineServer(GRADE_SERVER, log_path, "the grading process")
 
     def usable(self):
-        return self.proc.poll() is None and warm_cli.environment() == self.env
+        return self.process.usable()
 
     def grade(self, jobs, call_seconds, tolerant, timeout):
-        with self.lock:
-            self.log.seek(0, os.SEEK_END)
-            self.proc.stdin.write(json.dumps({"seconds": call_seconds, "jobs": jobs, "tolerant": tolerant}) + "\n")
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.replies], [], [], timeout)
-            line = self.replies.readline() if ready else ""
-            # what the grader printed meanwhile (an internal error's traceback goes there): shown with a failing test
-            err = self.log.read().decode("utf-8", "replace")
-            sys.stderr.write(err[-20000:])
-        if not line:
-            self.close(kill=True)
-            raise AssertionError(f"the grading process {'ended' if ready else 'timed out'}:\n{err[-3000:]}")
-        reply = json.loads(line)
-        assert "error" not in reply, reply.get("error", "") + err[-3000:]
+        reply, logged = self.process.ask({"seconds": call_seconds, "jobs": jobs, "tolerant": tolerant}, timeout)
+        # what the grader printed meanwhile (an internal error's traceback goes there): shown with a failing test
+        sys.stderr.write(logged[-20000:])
+        assert "error" not in reply, reply.get("error", "") + logged[-3000:]
         return reply["checks"]
 
-    def close(self, kill=False):
-        """End the process (its loop ends with its input, and its zygotes with it), or kill it."""
-        if self.log.closed:
-            return
-        warm_cli.end(self.proc, grace=0 if kill else 60)
-        self.replies.close()
-        self.log.close()
-        os.unlink(self.log_path)
+    def close(self):
+        """End the process (its loop ends with its input, and its zygotes with it)."""
+        self.process.close()
+        self.process.log_path.unlink(missing_ok=True)
 
 
 _servers = []       # this worker's warm grading processes, started when first needed
