@@ -2,7 +2,6 @@
 release, autograde three students, export grades, generate feedback. nbgrader must record the
 standalone grader's scores, partial and zero credit included, and its feedback must carry the
 grader's messages without the hidden-test cells' source or the references."""
-import ast
 import csv
 import subprocess
 import sys
@@ -32,8 +31,7 @@ TAMPER = ("\nimport autograder.commands.notebook_hook as _hook\n"
 def course(tmp_path_factory, warm_cli):
     """A graded course: generate, submit, autograde, export, feedback; plus standalone results."""
     tmp = tmp_path_factory.mktemp("course")
-    course, db = nbgrader_course.make_course(tmp)
-    nbgrader(course, db, "generate_assignment", ASSIGNMENT)
+    course, db = nbgrader_course.released(tmp_path_factory, tmp, ASSIGNMENT)
 
     submissions = {
         "alice": {s.stem: student_notebook(course, s.stem) for s in contract.STEPS},

@@ -158,16 +158,21 @@ def processes_mentioning(text):
     return found
 
 
+def release_into(tmp_path_factory, folder):
+    """folder/course: the repo's config and source/, the first assignment released in English, its
+    gradebook where nbgrader looks by default (course/gradebook.db): the run's one release of it,
+    copied (nbgrader_course.released)."""
+    course, _db = nbgrader_course.released(tmp_path_factory, folder, ASSIGNMENT)
+    shutil.move(folder / "gradebook.db", course / "gradebook.db")
+    return course
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory, warm_cli):
     tmp = tmp_path_factory.mktemp("wall")
-    course = tmp / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source", course / "source")
+    course = release_into(tmp_path_factory, tmp)
     tmpdir = tmp / "t"                      # nbgrader's temporary folders: the kernels', the children's
     tmpdir.mkdir()
-    run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
 
     alice = student_notebook(course, "04_softmax")
     cell = next(c for c in alice.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "step04_softmax")
@@ -288,17 +293,13 @@ def test_nothing_is_left_behind(course):
 
 
 @needs_wall
-def test_a_killed_nbgrader_leaves_no_kernel(tmp_path):
+def test_a_killed_nbgrader_leaves_no_kernel(tmp_path, tmp_path_factory):
     """nbgrader killed outright while a student's cell sleeps: the kernel and what it started die too."""
     import time
-    course = tmp_path / "course"
-    course.mkdir()
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    shutil.copytree(ROOT / "source", course / "source")
+    course = release_into(tmp_path_factory, tmp_path)
     # short and outside /tmp, so that the kernel's sockets stay in it (socket_parent) and the kernel can
     # be found by its connection file's path
     tmpdir = Path(tempfile.mkdtemp(prefix="akw-kill-", dir="/var/tmp"))
-    run_nbgrader(course, tmpdir, "generate_assignment", ASSIGNMENT)
     sleeper = textwrap.dedent(f"""\
         import subprocess, sys, time
         if "ipykernel" in sys.modules:   # nbgrader's kernel only: the kit's child has IPython's transformer, not ipykernel

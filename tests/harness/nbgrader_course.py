@@ -4,7 +4,12 @@ English and Chinese) and tests/e2e/test_nbgrader_decoder.py (the third) share.
 
 A course is a folder holding a copy of nbgrader_config.py (its language set) and of source/;
 `nbgrader generate_assignment` releases into its assignments/; students' notebooks go into
-submitted/<student>/<assignment>/; nbgrader writes autograded/ and feedback/ beside them."""
+submitted/<student>/<assignment>/; nbgrader writes autograded/ and feedback/ beside them.
+
+A release is built once per run for each assignment and language (`released`), whichever file and
+worker asks first, and copied into each test's course: the first assignment's English course is
+the nbgrader round trip's and the nbgrader wall's (twice), and a `generate_assignment` costs some
+7 s of CPU on a slow machine."""
 import ast
 import html
 import json
@@ -35,6 +40,23 @@ def make_course(folder, language="en"):
     (course / "nbgrader_config.py").write_text(config.replace(LANGUAGE_LINE, f'c.AttentionKit.language = "{language}"'))
     shutil.copytree(ROOT / "source", course / "source")
     return course, f"sqlite:///{Path(folder) / 'gradebook.db'}"
+
+
+def released(tmp_path_factory, folder, assignment=contract.ASSIGNMENT, language="en"):
+    """make_course in `folder` with `assignment` already released there by `nbgrader
+    generate_assignment` (its assignments/ and its gradebook's entries): (course path, gradebook URL).
+    Built once per run (the graded corpus's store, tests/harness/corpus.py) and copied."""
+    from harness import corpus
+
+    def build(_name, into, *_options):
+        course, db = make_course(into, language)
+        nbgrader(course, db, "generate_assignment", assignment)
+        return 0, "", None
+    built = corpus.Corpus(corpus.store(tmp_path_factory), build).folder(f"nbgrader-release:{assignment}", language)
+    course, gradebook = Path(folder) / "course", Path(folder) / "gradebook.db"
+    shutil.copytree(built / "course", course, symlinks=True)
+    shutil.copyfile(built / "gradebook.db", gradebook)      # its URL names no folder: the copy is the course's
+    return course, f"sqlite:///{gradebook}"
 
 
 def nbgrader(course, db, *args):
