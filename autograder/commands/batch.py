@@ -476,11 +476,18 @@ class LocalPool:
         # concurrent.futures has no public way to stop a running task before Python 3.14
         # (terminate_workers): its workers are its private _processes, read before shutdown clears them
         workers = list((self.pool._processes or {}).values()) if now else []
+        manager = self.pool._executor_manager_thread        # private as well, and cleared by shutdown
         self.pool.shutdown(wait=not now, cancel_futures=True)
         for worker in workers:
             worker.terminate()
         for worker in workers:
             worker.join(WORKER_STOP_SECONDS)
+        # At exit, concurrent.futures wakes the pool's manager thread without a lock, while that
+        # thread may be closing its wake-up pipe: "OSError: [Errno 9] Bad file descriptor" and a
+        # traceback after an interrupted batch's one line (seen in a busy run; CPython gh-125451,
+        # mended in later Pythons than 3.11). Once the thread has ended there is nothing to wake.
+        if manager is not None:
+            manager.join(WORKER_STOP_SECONDS)
 
 
 class DaskPool:

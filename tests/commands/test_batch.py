@@ -284,6 +284,20 @@ def zygotes_of(pid):
     return found
 
 
+def test_a_pool_stopped_at_once_has_ended_its_manager_thread():
+    """LocalPool.close(now=True) (an interrupted grade-all or audit) returns once the pool's manager
+    thread has ended: at exit, Python 3.11's concurrent.futures wakes that thread without a lock
+    while it may be closing its pipe, and the interrupted batch printed a traceback after its one
+    line (CPython gh-125451; seen once in a busy run of test_refusals)."""
+    import time
+    pool = batch.LocalPool(1, ())
+    busy = pool.submit(time.sleep, 600)           # a submission in hand, as when Ctrl-C comes
+    manager = pool.pool._executor_manager_thread
+    assert manager is not None and manager.is_alive() and not busy.done()
+    pool.close(now=True)
+    assert not manager.is_alive()
+
+
 def test_the_workers_start_the_zygotes_of_the_classs_step_files_only():
     """A class that hands in numpy steps only starts no torch zygote in its workers (some 1.5 s of CPU
     each); a class with a torch step, or a pool told nothing, starts both."""
