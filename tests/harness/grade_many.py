@@ -12,8 +12,8 @@ The grading processes are started once per test worker and kept for every later 
 costs some 9 s of CPU on a slow machine before its first check: its interpreter, `import torch`, its
 pytest session and its zygotes, paid by each of these files before). A process serves one request
 at a time; one that died, or whose environment is no longer the worker's (line_server.environment),
-is replaced before the next request (harness/line_server.py). The student code still runs only in the step children the
-process forks from its zygotes, as `grade` runs it."""
+is replaced before the next request (harness/line_server.py). The student code still runs only in
+the step children the process forks from its zygotes, as `grade` runs it."""
 import atexit
 import os
 import sys

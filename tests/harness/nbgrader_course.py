@@ -6,10 +6,10 @@ A course is a folder holding a copy of nbgrader_config.py (its language set) and
 `nbgrader generate_assignment` releases into its assignments/; students' notebooks go into
 submitted/<student>/<assignment>/; nbgrader writes autograded/ and feedback/ beside them.
 
-A release is built once per run for each assignment and language (`released`), whichever file and
-worker asks first, and copied into each test's course: the first assignment's English course is
-the nbgrader round trip's and the nbgrader wall's (twice), and a `generate_assignment` costs some
-7 s of CPU on a slow machine."""
+The first assignment's English release is used by three courses (the nbgrader round trip's and
+the nbgrader wall's two): `released` builds it once per run, whichever file and worker asks first,
+and copies it into each (a `generate_assignment` costs some 7 s of CPU on a slow machine). The
+other assignments' courses each belong to one file, which releases its own."""
 import ast
 import html
 import json
